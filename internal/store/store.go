@@ -1,0 +1,224 @@
+// Package store owns object storage for nereusctl: the Store interface that
+// every backend (file://, s3://, mem://) implements, the sentinel errors,
+// object-key validation, and the decorators (retry, rate limit, request
+// counting, fault injection) layered over any backend.
+//
+// The store never interprets object contents. It must never let a key read
+// from a document reach outside the store root, and it must never log or
+// return credentials.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Sentinel errors. Backends wrap them with the operation and key; callers
+// test with errors.Is.
+var (
+	// ErrNotFound: the object does not exist (S3 404 NoSuchKey / NotFound).
+	ErrNotFound = errors.New("object not found")
+	// ErrPreconditionFailed: a guarded Put or Delete lost its condition
+	// (S3 412 PreconditionFailed): the object exists for IfAbsent, or its
+	// ETag differs (or it is gone) for IfMatch. Never retried blindly.
+	ErrPreconditionFailed = errors.New("precondition failed")
+	// ErrConflict: a concurrent conditional request on the same key is in
+	// progress (S3 409 ConditionalRequestConflict). Safe to retry.
+	ErrConflict = errors.New("conditional request conflict")
+	// ErrInvalidKey: the key breaks the key rules (see ValidateKey).
+	ErrInvalidKey = errors.New("invalid object key")
+	// ErrTooLarge: an object is larger than the caller's size cap.
+	ErrTooLarge = errors.New("object too large")
+)
+
+// Guard is the condition of a Put or Delete.
+type Guard struct {
+	kind guardKind
+	etag string
+}
+
+type guardKind uint8
+
+const (
+	guardNone guardKind = iota
+	guardIfAbsent
+	guardIfMatch
+)
+
+// None is an unconditional write.
+func None() Guard { return Guard{} }
+
+// IfAbsent succeeds only if the key does not exist (If-None-Match: *).
+func IfAbsent() Guard { return Guard{kind: guardIfAbsent} }
+
+// IfMatch succeeds only if the key exists with this ETag (If-Match).
+func IfMatch(etag string) Guard { return Guard{kind: guardIfMatch, etag: etag} }
+
+// IsNone reports an unconditional guard.
+func (g Guard) IsNone() bool { return g.kind == guardNone }
+
+// IsIfAbsent reports an If-None-Match: * guard.
+func (g Guard) IsIfAbsent() bool { return g.kind == guardIfAbsent }
+
+// MatchETag returns the ETag of an IfMatch guard and true, or "" and false.
+func (g Guard) MatchETag() (string, bool) { return g.etag, g.kind == guardIfMatch }
+
+func (g Guard) String() string {
+	switch g.kind {
+	case guardIfAbsent:
+		return "if-absent"
+	case guardIfMatch:
+		return "if-match " + g.etag
+	default:
+		return "none"
+	}
+}
+
+// ObjectInfo describes a stored object.
+type ObjectInfo struct {
+	Key  string
+	Size int64
+	// ETag is the hex MD5 of the bytes for single-part objects, without
+	// quotes, as S3 returns it and as file:// and mem:// compute it.
+	ETag string
+	// SHA256 is the hex full-object SHA-256 when the backend knows it
+	// (empty otherwise). Identity decisions use the digests recorded in
+	// Nereus documents, not this field.
+	SHA256   string
+	Modified time.Time
+}
+
+// Range selects bytes [Offset, Offset+Length) of an object. Length < 0 means
+// to the end.
+type Range struct {
+	Offset int64
+	Length int64
+}
+
+// Store is the object-store contract every backend implements.
+//
+// All methods are context-first and safe for concurrent use. Keys are
+// validated by every backend with ValidateKey before any I/O.
+//
+// Idempotence: Get, Head and List are read-only. Put with None is
+// idempotent. Put with IfAbsent is idempotent for the same bytes: a backend
+// whose first attempt's response was lost and whose retry meets
+// ErrPreconditionFailed compares the stored bytes with its own and reports
+// success when they are equal (DESIGN §2). Put with IfMatch is not
+// idempotent by itself; callers re-read and decide. Delete with None of a
+// missing key succeeds.
+type Store interface {
+	// Head returns the object's size and ETag, or ErrNotFound.
+	Head(ctx context.Context, key string) (ObjectInfo, error)
+	// Get returns the object's bytes (all of them when r is nil), or
+	// ErrNotFound. A range past the end is truncated to the object.
+	Get(ctx context.Context, key string, r *Range) ([]byte, error)
+	// Put writes the whole object atomically under the guard and returns
+	// its new info. A reader never sees a torn object.
+	Put(ctx context.Context, key string, data []byte, g Guard) (ObjectInfo, error)
+	// Delete removes the object under the guard. IfMatch on a missing key
+	// is ErrPreconditionFailed; None on a missing key is nil.
+	Delete(ctx context.Context, key string, g Guard) error
+	// List returns every object whose key starts with prefix, in lexical
+	// (byte) order of keys.
+	List(ctx context.Context, prefix string) ([]ObjectInfo, error)
+	// String names the store for messages (never with credentials).
+	String() string
+}
+
+// Closer is implemented by backends that hold resources.
+type Closer interface {
+	Close() error
+}
+
+// MaxKeyLen bounds object keys, as S3 does (1024 bytes).
+const MaxKeyLen = 1024
+
+// ValidateKey enforces the key rules every backend applies once, before any
+// I/O: non-empty, at most MaxKeyLen bytes, valid UTF-8, no leading "/", no
+// empty, "." or ".." segment, no backslash, no NUL or other control
+// character. A key that passes can be joined to a file:// root safely.
+func ValidateKey(key string) error {
+	bad := func(why string) error {
+		return fmt.Errorf("%w %q: %s", ErrInvalidKey, printable(key), why)
+	}
+	switch {
+	case key == "":
+		return bad("empty")
+	case len(key) > MaxKeyLen:
+		return bad(fmt.Sprintf("longer than %d bytes", MaxKeyLen))
+	case !utf8.ValidString(key):
+		return bad("not valid UTF-8")
+	case strings.HasPrefix(key, "/"):
+		return bad("absolute path")
+	case strings.ContainsRune(key, '\\'):
+		return bad("backslash")
+	}
+	for _, r := range key {
+		if r < 0x20 || r == 0x7f {
+			return bad("control character")
+		}
+	}
+	for _, seg := range strings.Split(key, "/") {
+		switch seg {
+		case "":
+			return bad("empty path segment")
+		case ".", "..":
+			return bad("relative path segment " + seg)
+		}
+	}
+	return nil
+}
+
+// ValidatePrefix applies the key rules to a List prefix; the empty prefix
+// and a prefix ending in "/" are allowed.
+func ValidatePrefix(prefix string) error {
+	if prefix == "" {
+		return nil
+	}
+	return ValidateKey(strings.TrimSuffix(prefix, "/") + "/x")
+}
+
+func printable(s string) string {
+	if len(s) > 80 {
+		s = s[:80] + "…"
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return '?'
+		}
+		return r
+	}, s)
+}
+
+// GetCapped reads a whole object but refuses one larger than max bytes
+// (documents are read with a size cap; DESIGN §14).
+func GetCapped(ctx context.Context, s Store, key string, max int64) ([]byte, error) {
+	// One ranged GET of max+1 bytes: a longer object shows itself without a
+	// second request.
+	b, err := s.Get(ctx, key, &Range{Offset: 0, Length: max + 1})
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("read %s: %w: %d bytes, limit %d", key, ErrTooLarge, len(b), max)
+	}
+	return b, nil
+}
+
+// ReadAllCapped reads r up to max bytes and fails beyond.
+func ReadAllCapped(r io.Reader, max int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, max)
+	}
+	return b, nil
+}

@@ -1,0 +1,224 @@
+package cmd
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/recovery"
+	"github.com/nereusctl/nereusctl/internal/state"
+)
+
+type replayOptions struct {
+	full, compare, verifyCRC bool
+}
+
+func newReplayCmd(g *globals) *cobra.Command {
+	o := &replayOptions{}
+	c := &cobra.Command{
+		Use:   "replay TOPIC-PARTITION",
+		Short: "Restart replay: checkpoint plus tail, or a full replay; compare the two",
+		Long: `Run the restart replay a broker runs (DESIGN §6): read the head, choose the
+newest checkpoint that does not lead the head and whose anchor object digest
+matches the stream, verify it (object, CRCs, root, binding reference),
+hydrate it, replay the COMMITTED tail to the head, apply the durable trim,
+and report the partition state with its state digest.
+
+The report says which checkpoint was chosen and why every other one was
+skipped. --full ignores checkpoints and replays from the first offset.
+--compare runs both and fails with exit 3 unless the state digests match.
+Nothing is written.` + exitStatusHelp("3 with --compare: the checkpoint path and the full replay disagree"),
+		Example: `  nereusctl replay payments-0
+  nereusctl replay payments-0 --compare -o json`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.full && o.compare {
+				return exitcode.UsageErr(fmt.Errorf("--full and --compare: --compare already runs the full replay"))
+			}
+			return runReplay(cmd, g, o, args[0])
+		},
+	}
+	c.Flags().BoolVar(&o.full, "full", false, "ignore checkpoints: replay from the first offset")
+	c.Flags().BoolVar(&o.compare, "compare", false, "run the checkpoint path and a full replay; exit 3 unless the digests match")
+	c.Flags().BoolVar(&o.verifyCRC, "verify-crc", false, "check every batch CRC in the replayed range (default: headers only)")
+	return c
+}
+
+func runReplay(cmd *cobra.Command, g *globals, o *replayOptions, arg string) error {
+	ctx := cmd.Context()
+	st, err := g.store(ctx)
+	if err != nil {
+		return err
+	}
+	b, _, err := loadBinding(ctx, st, arg)
+	if err != nil {
+		return err
+	}
+	res, err := recovery.Replay(ctx, st, b, recovery.Options{Full: o.full, VerifyCRC: o.verifyCRC})
+	if err != nil {
+		return exitcode.Wrap(replayErrCode(err), err, "")
+	}
+	var full *recovery.Result
+	if o.compare {
+		if full, err = recovery.Replay(ctx, st, b, recovery.Options{Full: true, VerifyCRC: o.verifyCRC}); err != nil {
+			return exitcode.Wrap(replayErrCode(err), fmt.Errorf("full replay: %w", err), "")
+		}
+	}
+	if g.json() {
+		err = writeJSON(g.stdout, replayJSON(res, full))
+	} else {
+		err = renderReplay(g.stdout, res, full)
+	}
+	if err != nil {
+		return err
+	}
+	if full != nil && full.Digest != res.Digest {
+		return exitcode.VerifyErr(fmt.Errorf("replay %s: checkpoint path digest %s differs from full replay digest %s", b.Name(), res.Digest, full.Digest))
+	}
+	return nil
+}
+
+func replayErrCode(err error) exitcode.Code {
+	if isCorruption(err) {
+		return exitcode.Verify
+	}
+	return exitcode.Of(err)
+}
+
+type producerJSON struct {
+	ProducerID       int64             `json:"producer_id"`
+	Epoch            int16             `json:"epoch"`
+	LastSequence     int32             `json:"last_sequence"`
+	LastOffset       int64             `json:"last_offset"`
+	OffsetDelta      int32             `json:"offset_delta"`
+	LastTimestamp    int64             `json:"last_timestamp"`
+	CoordinatorEpoch int32             `json:"coordinator_epoch"`
+	TxnFirstOffset   *int64            `json:"txn_first_offset"`
+	Batches          []state.BatchMeta `json:"batches"`
+}
+
+func replayJSON(res, full *recovery.Result) map[string]any {
+	p := res.State
+	prods := make([]producerJSON, 0, len(p.Producers))
+	for _, pr := range p.SortedProducers() {
+		j := producerJSON{ProducerID: pr.ID, Epoch: pr.Epoch, LastSequence: pr.LastSeq(), LastOffset: pr.LastOffset(), OffsetDelta: pr.LastOffsetDelta(), LastTimestamp: pr.LastTimestamp, CoordinatorEpoch: pr.CoordinatorEpoch, Batches: pr.Batches}
+		if pr.TxnFirstOffset >= 0 {
+			v := pr.TxnFirstOffset
+			j.TxnFirstOffset = &v
+		}
+		if j.Batches == nil {
+			j.Batches = []state.BatchMeta{}
+		}
+		prods = append(prods, j)
+	}
+	segs := make([]map[string]any, 0, len(p.Segments))
+	for _, s := range p.Segments {
+		segs = append(segs, map[string]any{"base": s.Base, "end": s.End, "bytes": s.Bytes, "max_timestamp": s.MaxTimestamp, "gen": s.Gen, "open": s.Open(), "offset_index_entries": len(s.OffsetIndex), "time_index_entries": len(s.TimeIndex)})
+	}
+	var anchor *int64
+	if res.Chosen != nil {
+		a := res.Chosen.Anchor
+		anchor = &a
+	}
+	cands := res.Candidates
+	if cands == nil {
+		cands = []recovery.Candidate{}
+	}
+	out := map[string]any{
+		"schema_version":    SchemaVersion,
+		"topic":             res.Binding.Topic,
+		"partition":         res.Binding.Partition,
+		"stream_id":         res.Binding.StreamID,
+		"full":              res.Full,
+		"checkpoint_anchor": anchor,
+		"checkpoints":       cands,
+		"tail":              res.Tail,
+		"log_start":         p.LogStart,
+		"head":              res.Head.Head,
+		"hw":                p.HW(),
+		"lso":               p.LSO(),
+		"trim":              res.Head.Trim,
+		"state_digest":      res.Digest,
+		"producers":         prods,
+		"open_transactions": nonNil(p.SortedOngoing()),
+		"aborted":           nonNil(p.Aborted),
+		"leader_epochs":     nonNil(p.Epochs),
+		"segments":          segs,
+	}
+	if full != nil {
+		out["full_state_digest"] = full.Digest
+		out["full_tail"] = full.Tail
+		out["digests_match"] = full.Digest == res.Digest
+	}
+	return out
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func renderReplay(w io.Writer, res, full *recovery.Result) error {
+	p := res.State
+	fmt.Fprintf(w, "Partition %s (stream %s)\n", res.Binding.Name(), res.Binding.StreamID)
+	if res.Full {
+		fmt.Fprintf(w, "Checkpoint: none (full replay requested)\n")
+	} else if res.Chosen == nil {
+		fmt.Fprintf(w, "Checkpoint: none usable; full replay\n")
+	} else {
+		fmt.Fprintf(w, "Checkpoint: %s (anchor %d)\n", res.Chosen.Key, res.Chosen.Anchor)
+	}
+	for _, c := range res.Candidates {
+		if c.Status == "skipped" {
+			fmt.Fprintf(w, "  skipped %s (anchor %d): %s: %s\n", c.Key, c.Anchor, c.Reason, c.Detail)
+		}
+	}
+	t := res.Tail
+	fmt.Fprintf(w, "Tail: offsets [%d, %d): %d objects, %d batches, %d bytes\n", t.From, t.To, t.Objects, t.Batches, t.Bytes)
+	fmt.Fprintf(w, "State: log start %d, HW %d, LSO %d, trim %d\n", p.LogStart, p.HW(), p.LSO(), res.Head.Trim)
+	fmt.Fprintf(w, "       %d producers, %d open transactions, %d aborted ranges, %d leader epochs, %d segments\n",
+		len(p.Producers), len(p.Ongoing), len(p.Aborted), len(p.Epochs), len(p.Segments))
+	fmt.Fprintf(w, "State digest: %s\n", res.Digest)
+	if full != nil {
+		verdict := "MATCH"
+		if full.Digest != res.Digest {
+			verdict = "MISMATCH"
+		}
+		fmt.Fprintf(w, "Full replay digest: %s (%s; full replay read %d objects, %d bytes)\n", full.Digest, verdict, full.Tail.Objects, full.Tail.Bytes)
+	}
+	if len(p.Producers) > 0 {
+		fmt.Fprintln(w, "\nProducers:")
+		rows := [][]string{}
+		for _, pr := range p.SortedProducers() {
+			rows = append(rows, []string{fmt.Sprint(pr.ID), fmt.Sprint(pr.Epoch), fmt.Sprint(pr.LastSeq()), fmt.Sprint(pr.LastOffset()), fmt.Sprint(pr.CoordinatorEpoch), dash(pr.TxnFirstOffset, -1), fmt.Sprint(pr.LastTimestamp)})
+		}
+		if err := writeTable(w, []string{"PRODUCER", "EPOCH", "LAST SEQ", "LAST OFFSET", "COORD EPOCH", "TXN FIRST", "LAST TIMESTAMP"}, rows); err != nil {
+			return err
+		}
+	}
+	if len(p.Aborted) > 0 {
+		fmt.Fprintln(w, "\nAborted transactions:")
+		rows := [][]string{}
+		for _, a := range p.Aborted {
+			rows = append(rows, []string{fmt.Sprint(a.ProducerID), fmt.Sprint(a.FirstOffset), fmt.Sprint(a.LastOffset), fmt.Sprint(a.LastStableOffset)})
+		}
+		if err := writeTable(w, []string{"PRODUCER", "FIRST", "LAST (MARKER)", "LAST STABLE"}, rows); err != nil {
+			return err
+		}
+	}
+	if len(p.Epochs) > 0 {
+		fmt.Fprintln(w, "\nLeader epochs:")
+		rows := [][]string{}
+		for _, e := range p.Epochs {
+			rows = append(rows, []string{fmt.Sprint(e.Epoch), fmt.Sprint(e.StartOffset)})
+		}
+		if err := writeTable(w, []string{"EPOCH", "START OFFSET"}, rows); err != nil {
+			return err
+		}
+	}
+	return nil
+}

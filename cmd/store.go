@@ -1,0 +1,125 @@
+package cmd
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nereusctl/nereusctl/internal/store"
+)
+
+func newStoreCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "store",
+		Short: "Look at raw objects in the store",
+		Long:  "Small operator commands over the raw object store: list, stat and print objects. They never write." + exitStatusHelp(),
+		Example: `  nereusctl store ls bindings/
+  nereusctl store stat streams/s-1/head.json
+  nereusctl store cat streams/s-1/head.json`,
+	}
+	c.AddCommand(newStoreLsCmd(g), newStoreStatCmd(g), newStoreCatCmd(g))
+	return c
+}
+
+type objectJSON struct {
+	Key      string `json:"key"`
+	Size     int64  `json:"size"`
+	ETag     string `json:"etag"`
+	SHA256   string `json:"sha256,omitempty"`
+	Modified string `json:"modified,omitempty"`
+}
+
+func toObjectJSON(o store.ObjectInfo) objectJSON {
+	j := objectJSON{Key: o.Key, Size: o.Size, ETag: o.ETag, SHA256: o.SHA256}
+	if !o.Modified.IsZero() {
+		j.Modified = o.Modified.UTC().Format(time.RFC3339)
+	}
+	return j
+}
+
+func newStoreLsCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "ls [PREFIX]",
+		Short: "List objects under a prefix",
+		Long:  "List every object whose key starts with PREFIX (all objects when omitted), in key order." + exitStatusHelp(),
+		Example: `  nereusctl store ls
+  nereusctl store ls streams/ -o json`,
+		Args: rangeArgs(0, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := g.store(cmd.Context())
+			if err != nil {
+				return err
+			}
+			prefix := ""
+			if len(args) == 1 {
+				prefix = args[0]
+			}
+			objs, err := st.List(cmd.Context(), prefix)
+			if err != nil {
+				return fmt.Errorf("list %q in %s: %w", prefix, st, err)
+			}
+			if g.json() {
+				out := make([]objectJSON, 0, len(objs))
+				for _, o := range objs {
+					out = append(out, toObjectJSON(o))
+				}
+				return writeJSON(g.stdout, map[string]any{"schema_version": SchemaVersion, "objects": out})
+			}
+			rows := make([][]string, 0, len(objs))
+			for _, o := range objs {
+				rows = append(rows, []string{fmt.Sprint(o.Size), o.ETag, o.Key})
+			}
+			return writeTable(g.stdout, []string{"SIZE", "ETAG", "KEY"}, rows)
+		},
+	}
+}
+
+func newStoreStatCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:     "stat KEY",
+		Short:   "Show an object's size and ETag",
+		Long:    "HEAD one object and print its size, ETag and, where the store keeps it, its SHA-256." + exitStatusHelp(),
+		Example: "  nereusctl store stat streams/s-1/head.json",
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := g.store(cmd.Context())
+			if err != nil {
+				return err
+			}
+			info, err := st.Head(cmd.Context(), args[0])
+			if err != nil {
+				return fmt.Errorf("stat %s: %w", args[0], err)
+			}
+			if g.json() {
+				return writeJSON(g.stdout, map[string]any{"schema_version": SchemaVersion, "object": toObjectJSON(info)})
+			}
+			j := toObjectJSON(info)
+			return writeTable(g.stdout, []string{"FIELD", "VALUE"}, [][]string{
+				{"key", j.Key}, {"size", fmt.Sprint(j.Size)}, {"etag", j.ETag}, {"sha256", dash(j.SHA256, "")}, {"modified", dash(j.Modified, "")},
+			})
+		},
+	}
+}
+
+func newStoreCatCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:     "cat KEY",
+		Short:   "Write an object's bytes to stdout",
+		Long:    "GET one object and write its bytes, unchanged, to stdout." + exitStatusHelp(),
+		Example: "  nereusctl store cat streams/s-1/head.json\n  nereusctl store cat streams/s-1/objects/00000000000000000000-00000000000000000100.kb > obj.kb",
+		Args:    exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := g.store(cmd.Context())
+			if err != nil {
+				return err
+			}
+			data, err := st.Get(cmd.Context(), args[0], nil)
+			if err != nil {
+				return fmt.Errorf("cat %s: %w", args[0], err)
+			}
+			_, err = g.stdout.Write(data)
+			return err
+		},
+	}
+}

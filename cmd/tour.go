@@ -1,0 +1,78 @@
+package cmd
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nereusctl/nereusctl/internal/demo"
+	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/recovery"
+	"github.com/nereusctl/nereusctl/internal/status"
+)
+
+// runTour shows the tool working on what the demo wrote: the same code paths
+// as the commands it names.
+func runTour(cmd *cobra.Command, g *globals, sum *demo.Summary) error {
+	ctx := cmd.Context()
+	st, err := g.store(ctx)
+	if err != nil {
+		return err
+	}
+	w := g.stdout
+	step := func(title, command string) {
+		fmt.Fprintf(w, "\n== %s\n$ nereusctl %s\n", title, command)
+	}
+
+	step("Status: one row per binding", "status")
+	rows, err := status.Collect(ctx, st, nil, time.Now())
+	if err != nil {
+		return err
+	}
+	if err := renderStatus(g, rows); err != nil {
+		return err
+	}
+
+	step("Every checkpoint verified: object, CRCs, root, anchor digest, binding reference", "checkpoint verify --all")
+	tps, err := layout.ListBindings(ctx, st)
+	if err != nil {
+		return err
+	}
+	reps, err := verifyCheckpoints(cmd, g, tps)
+	if err != nil {
+		return err
+	}
+	if err := renderCheckpointVerify(g, reps); err != nil {
+		return err
+	}
+
+	tp := "payments-0"
+	step("Restart replay from the newest checkpoint, compared with a full replay", "replay "+tp+" --compare")
+	b, _, err := loadBinding(ctx, st, tp)
+	if err != nil {
+		return err
+	}
+	res, err := recovery.Replay(ctx, st, b, recovery.Options{})
+	if err != nil {
+		return err
+	}
+	full, err := recovery.Replay(ctx, st, b, recovery.Options{Full: true})
+	if err != nil {
+		return err
+	}
+	anchor := "none"
+	if res.Chosen != nil {
+		anchor = fmt.Sprint(res.Chosen.Anchor)
+	}
+	verdict := "MATCH"
+	if res.Digest != full.Digest {
+		verdict = "MISMATCH"
+	}
+	fmt.Fprintf(w, "checkpoint anchor %s, tail %d objects / %d bytes; full replay %d objects / %d bytes\n", anchor, res.Tail.Objects, res.Tail.Bytes, full.Tail.Objects, full.Tail.Bytes)
+	fmt.Fprintf(w, "log start %d, HW %d, LSO %d (an open transaction holds it), %d producers, %d aborted ranges\n", res.State.LogStart, res.State.HW(), res.State.LSO(), len(res.State.Producers), len(res.State.Aborted))
+	fmt.Fprintf(w, "state digest %s ... %s\n", res.Digest[:16], verdict)
+
+	fmt.Fprintf(w, "\nNext: nereusctl replay %s, nereusctl checkpoint inspect %s, nereusctl dump orders-0 --deep\n", tp, tp)
+	return nil
+}

@@ -1,0 +1,25 @@
+package cmd
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/spf13/cobra"
+)
+
+func newVersionCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:     "version",
+		Short:   "Print the nereusctl version",
+		Long:    "Print the version, commit and build date set at release time." + exitStatusHelp(),
+		Example: "  nereusctl version\n  nereusctl version -o json",
+		Args:    exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if g.json() {
+				return writeJSON(g.stdout, map[string]any{"schema_version": SchemaVersion, "version": Version, "commit": Commit, "date": Date, "go": runtime.Version()})
+			}
+			_, err := fmt.Fprintf(g.stdout, "nereusctl %s (commit %s, built %s, %s)\n", Version, Commit, Date, runtime.Version())
+			return err
+		},
+	}
+}

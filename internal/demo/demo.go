@@ -1,0 +1,226 @@
+// Package demo owns the demo cluster (DESIGN §12): a deterministic, realistic
+// set of partitions written into a store exactly the way a broker would —
+// idempotent and transactional producers, a compacted topic, real
+// __consumer_offsets and __transaction_state records, several leader epochs,
+// rolled and sealed segments, all four codecs, and periodic NKC1 checkpoints
+// written through the same code as `checkpoint create`.
+//
+// It writes only through the stream writer and the recovery package.
+package demo
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/nereusctl/nereusctl/internal/kafka"
+	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/recovery"
+	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/stream"
+)
+
+// Options size the demo.
+type Options struct {
+	Partitions int   // partitions per user topic
+	Records    int   // records across the whole cluster
+	Seed       int64 // same seed, same bytes
+	// Checkpoints per partition, spread over its life (0: none).
+	Checkpoints int
+}
+
+// DefaultOptions finish in a few seconds.
+func DefaultOptions() Options {
+	return Options{Partitions: 2, Records: 20000, Seed: 1, Checkpoints: 2}
+}
+
+// Epoch0 is the demo's clock start: every timestamp is derived from it.
+var Epoch0 = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+
+// Span is the time the demo's records cover.
+const Span = 21 * 24 * time.Hour
+
+// PartitionSummary says what the demo wrote into one partition.
+type PartitionSummary struct {
+	Topic       string `json:"topic"`
+	Partition   int32  `json:"partition"`
+	StreamID    string `json:"stream_id"`
+	Kind        string `json:"kind"`
+	Records     int    `json:"records"`
+	Batches     int    `json:"batches"`
+	Objects     int    `json:"objects"`
+	Bytes       int64  `json:"bytes"`
+	Segments    int    `json:"sealed_segments"`
+	Checkpoints int    `json:"checkpoints"`
+	Head        int64  `json:"head"`
+}
+
+// Summary is the whole demo.
+type Summary struct {
+	Seed       int64              `json:"seed"`
+	Existing   bool               `json:"existing"` // the store already held this demo
+	Partitions []PartitionSummary `json:"partitions"`
+	Records    int                `json:"records"`
+	Bytes      int64              `json:"bytes"`
+}
+
+// ErrOtherData is returned when the store holds bindings the demo did not
+// write with this seed.
+var ErrOtherData = errors.New("the store already holds other data")
+
+// topicPlan describes one demo topic.
+type topicPlan struct {
+	name       string
+	kind       string // idempotent, transactional, compacted, offsets, txnlog
+	partitions int
+	share      float64 // of Options.Records
+	cfg        layout.TopicConfig
+}
+
+func plans(o Options) []topicPlan {
+	day := int64(24 * 3600 * 1000)
+	del := layout.DefaultTopicConfig()
+	del.SegmentBytes = 64 << 10
+	del.SegmentMs = 3 * day
+	del.RetentionMs = 7 * day
+
+	txn := del
+	txn.RetentionMs = -1
+	txn.RetentionBytes = 512 << 10
+
+	comp := layout.DefaultTopicConfig()
+	comp.CleanupPolicy = "compact"
+	comp.SegmentBytes = 32 << 10
+	comp.SegmentMs = 2 * day
+	comp.DeleteRetentionMs = 3600 * 1000
+
+	internal := comp
+	internal.SegmentBytes = 32 << 10
+
+	return []topicPlan{
+		{"orders", "idempotent", o.Partitions, 0.40, del},
+		{"payments", "transactional", o.Partitions, 0.25, txn},
+		{"customers", "compacted", o.Partitions, 0.20, comp},
+		{"__consumer_offsets", "offsets", 2, 0.10, internal},
+		{"__transaction_state", "txnlog", 1, 0.05, internal},
+	}
+}
+
+// StreamID is the demo's deterministic stream id of a partition.
+func StreamID(seed int64, topic string, p int32) string {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("nereus-demo/%d/%s/%d", seed, topic, p)))
+	return "s-" + hex.EncodeToString(sum[:8])
+}
+
+func topicID(seed int64, topic string) string {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("nereus-demo-topic/%d/%s", seed, topic)))
+	return base64.RawURLEncoding.EncodeToString(sum[:16])
+}
+
+// Run writes the demo into st. A store that already holds this demo (same
+// seed) is left as it is and reported as existing.
+func Run(ctx context.Context, st store.Store, o Options) (*Summary, error) {
+	if o.Partitions < 1 || o.Records < 0 {
+		return nil, fmt.Errorf("demo: --partitions must be >= 1 and --records >= 0")
+	}
+	sum := &Summary{Seed: o.Seed}
+	existing, err := layout.ListBindings(ctx, st)
+	if err != nil {
+		return nil, fmt.Errorf("demo: list bindings in %s: %w", st, err)
+	}
+	if len(existing) > 0 {
+		ps := plans(o)
+		b, _, err := layout.LoadBinding(ctx, st, ps[0].name, 0)
+		if err != nil || b.StreamID != StreamID(o.Seed, ps[0].name, 0) {
+			return nil, fmt.Errorf("demo: %w (%d bindings, not this demo's seed %d); use an empty --store", ErrOtherData, len(existing), o.Seed)
+		}
+		sum.Existing = true
+		return sum, nil
+	}
+	rng := rand.New(rand.NewPCG(uint64(o.Seed), 0x6e65726575730001))
+	for _, tp := range plans(o) {
+		perPart := int(float64(o.Records) * tp.share / float64(tp.partitions))
+		for p := 0; p < tp.partitions; p++ {
+			ps, err := writePartition(ctx, st, o, tp, int32(p), perPart, rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())))
+			if err != nil {
+				return nil, fmt.Errorf("demo: %s-%d: %w", tp.name, p, err)
+			}
+			sum.Partitions = append(sum.Partitions, *ps)
+			sum.Records += ps.Records
+			sum.Bytes += ps.Bytes
+		}
+	}
+	return sum, nil
+}
+
+// writePartition creates the binding and stream and appends the partition's
+// generated batches, with checkpoints along the way.
+func writePartition(ctx context.Context, st store.Store, o Options, tp topicPlan, p int32, records int, rng *rand.Rand) (*PartitionSummary, error) {
+	sid := StreamID(o.Seed, tp.name, p)
+	ps := &PartitionSummary{Topic: tp.name, Partition: p, StreamID: sid, Kind: tp.kind}
+	if err := stream.CreateStream(ctx, st, sid, 0); err != nil {
+		return nil, err
+	}
+	b := &layout.Binding{
+		Topic: tp.name, TopicID: topicID(o.Seed, tp.name), Partition: p, StreamID: sid,
+		Config: tp.cfg, Coverage: layout.Coverage{State: layout.CoverageNone}, Version: 1,
+	}
+	info, err := layout.Create(ctx, st, layout.BindingKey(tp.name, p), b)
+	if err != nil {
+		return nil, fmt.Errorf("create binding: %w", err)
+	}
+	bETag := info.ETag
+	w, err := stream.OpenWriter(ctx, st, sid, tp.cfg)
+	if err != nil {
+		return nil, err
+	}
+	gen := newGenerator(tp.kind, tp.name, p, records, rng)
+	w.NowMs = func() int64 { return gen.clock }
+	var cpAt []int
+	for i := 1; i <= o.Checkpoints; i++ {
+		cpAt = append(cpAt, records*i/(o.Checkpoints+1))
+	}
+	for !gen.done() {
+		batches, n, err := gen.nextObject(w.Next())
+		if err != nil {
+			return nil, err
+		}
+		if err := w.Append(ctx, batches); err != nil {
+			return nil, err
+		}
+		ps.Objects++
+		ps.Batches += len(batches)
+		for _, bt := range batches {
+			ps.Bytes += int64(len(bt))
+		}
+		before := ps.Records
+		ps.Records += n
+		for _, at := range cpAt {
+			if before < at && ps.Records >= at {
+				if _, err := recovery.Create(ctx, st, b, bETag, false); err != nil {
+					return nil, fmt.Errorf("checkpoint: %w", err)
+				}
+				_, bETag, err = layout.LoadBinding(ctx, st, tp.name, p)
+				if err != nil {
+					return nil, err
+				}
+				ps.Checkpoints++
+			}
+		}
+	}
+	gens, err := layout.ListGenerations(ctx, st, sid)
+	if err != nil {
+		return nil, err
+	}
+	ps.Segments = len(gens)
+	ps.Head = w.Next()
+	return ps, nil
+}
+
+// codecs cycles through every codec for the demo's compressed batches.
+var codecs = []kafka.Codec{kafka.CodecNone, kafka.CodecGzip, kafka.CodecSnappy, kafka.CodecLZ4, kafka.CodecZstd}

@@ -1,0 +1,111 @@
+// Package exitcode owns nereusctl's exit codes (docs/exit-codes.md) and the
+// one mapping from errors to them. Operations return errors wrapped with a
+// Kind; cmd.Execute turns the first kind it finds into the process status.
+package exitcode
+
+import (
+	"context"
+	"errors"
+
+	"github.com/nereusctl/nereusctl/internal/store"
+)
+
+// Code is a process exit status.
+type Code int
+
+// The exit codes. Scripts rely on them; never renumber.
+const (
+	OK          Code = 0   // success
+	Error       Code = 1   // any other failure
+	Usage       Code = 2   // bad flags, arguments or input files
+	Verify      Code = 3   // verification failed: corruption or mismatch found
+	Blocked     Code = 4   // blocked: quarantined coverage, lease held, lost precondition
+	Interrupted Code = 130 // SIGINT/SIGTERM
+)
+
+// Name returns the code's name for docs and logs.
+func (c Code) Name() string {
+	switch c {
+	case OK:
+		return "ok"
+	case Error:
+		return "error"
+	case Usage:
+		return "usage"
+	case Verify:
+		return "verification-failed"
+	case Blocked:
+		return "blocked"
+	case Interrupted:
+		return "interrupted"
+	}
+	return "unknown"
+}
+
+// All lists the codes with their meaning, for docs and help texts.
+var All = []struct {
+	Code    Code
+	Meaning string
+}{
+	{OK, "success"},
+	{Error, "error: I/O, store or internal failure; nothing was left half-done"},
+	{Usage, "usage: bad flags, arguments or input file (e.g. delete-records JSON)"},
+	{Verify, "verification failed: corruption, digest or CRC mismatch, replay digests differ"},
+	{Blocked, "blocked: quarantined compacted coverage, lease held by another run, or a guarded write lost its precondition"},
+	{Interrupted, "interrupted by SIGINT or SIGTERM; rerun to finish"},
+}
+
+// Err carries an exit code and an optional operator hint.
+type Err struct {
+	Code Code
+	Err  error
+	Hint string
+}
+
+func (e *Err) Error() string { return e.Err.Error() }
+func (e *Err) Unwrap() error { return e.Err }
+
+// Wrap attaches a code (and hint) to err; nil stays nil.
+func Wrap(code Code, err error, hint string) error {
+	if err == nil {
+		return nil
+	}
+	return &Err{Code: code, Err: err, Hint: hint}
+}
+
+// UsageErr marks err as a usage error.
+func UsageErr(err error) error { return Wrap(Usage, err, "") }
+
+// VerifyErr marks err as a verification failure.
+func VerifyErr(err error) error { return Wrap(Verify, err, "") }
+
+// BlockedErr marks err as blocked.
+func BlockedErr(err error, hint string) error { return Wrap(Blocked, err, hint) }
+
+// Of maps an error to its exit code: an explicit Err wins; then
+// interruption, lost preconditions, and everything else is Error.
+func Of(err error) Code {
+	if err == nil {
+		return OK
+	}
+	var e *Err
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	switch {
+	case errors.Is(err, context.Canceled):
+		return Interrupted
+	case errors.Is(err, store.ErrPreconditionFailed):
+		return Blocked
+	}
+	return Error
+}
+
+// HintOf returns the first hint attached to err.
+func HintOf(err error) string {
+	var e *Err
+	if errors.As(err, &e) {
+		return e.Hint
+	}
+	return ""
+}

@@ -1,0 +1,571 @@
+package layout
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/nereusctl/nereusctl/internal/kafka"
+	"github.com/nereusctl/nereusctl/internal/store"
+)
+
+// MaxDocumentBytes caps every JSON document read from a store (DESIGN §14).
+const MaxDocumentBytes = 4 << 20
+
+// Coverage states of a binding's compacted coverage.
+const (
+	CoverageNone        = "NONE"
+	CoverageActive      = "ACTIVE"
+	CoverageQuarantined = "QUARANTINED"
+)
+
+// Generation kinds.
+const (
+	KindCommitted      = "COMMITTED"
+	KindTopicCompacted = "TOPIC_COMPACTED"
+)
+
+// TopicConfig is the snapshot of Kafka topic config a binding carries. Kafka's
+// metadata stays the authority; this is what the tool plans with.
+type TopicConfig struct {
+	CleanupPolicy      string `json:"cleanup.policy"`
+	RetentionMs        int64  `json:"retention.ms"`
+	RetentionBytes     int64  `json:"retention.bytes"`
+	SegmentBytes       int64  `json:"segment.bytes"`
+	SegmentMs          int64  `json:"segment.ms"`
+	DeleteRetentionMs  int64  `json:"delete.retention.ms"`
+	MinCompactionLagMs int64  `json:"min.compaction.lag.ms"`
+	MaxCompactionLagMs int64  `json:"max.compaction.lag.ms"`
+}
+
+// DefaultTopicConfig returns Kafka's broker defaults.
+func DefaultTopicConfig() TopicConfig {
+	return TopicConfig{
+		CleanupPolicy:      "delete",
+		RetentionMs:        7 * 24 * 3600 * 1000,
+		RetentionBytes:     -1,
+		SegmentBytes:       1 << 30,
+		SegmentMs:          7 * 24 * 3600 * 1000,
+		DeleteRetentionMs:  24 * 3600 * 1000,
+		MinCompactionLagMs: 0,
+		MaxCompactionLagMs: 1<<63 - 1,
+	}
+}
+
+// Policies returns the cleanup.policy list.
+func (c TopicConfig) Policies() []string {
+	var out []string
+	for _, p := range strings.Split(c.CleanupPolicy, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// HasPolicy reports whether cleanup.policy contains p ("delete", "compact").
+func (c TopicConfig) HasPolicy(p string) bool {
+	for _, q := range c.Policies() {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// Validate checks the config values.
+func (c TopicConfig) Validate() error {
+	ps := c.Policies()
+	if len(ps) == 0 {
+		return errors.New("cleanup.policy is empty")
+	}
+	for _, p := range ps {
+		if p != "delete" && p != "compact" {
+			return fmt.Errorf("cleanup.policy %q: want delete, compact or compact,delete", c.CleanupPolicy)
+		}
+	}
+	if c.RetentionMs < -1 {
+		return fmt.Errorf("retention.ms %d: want -1 or >= 0", c.RetentionMs)
+	}
+	if c.RetentionBytes < -1 {
+		return fmt.Errorf("retention.bytes %d: want -1 or >= 0", c.RetentionBytes)
+	}
+	if c.SegmentBytes < 14 {
+		return fmt.Errorf("segment.bytes %d: want >= 14", c.SegmentBytes)
+	}
+	if c.SegmentMs < 1 {
+		return fmt.Errorf("segment.ms %d: want >= 1", c.SegmentMs)
+	}
+	if c.DeleteRetentionMs < 0 || c.MinCompactionLagMs < 0 || c.MaxCompactionLagMs < 1 {
+		return errors.New("delete.retention.ms, min.compaction.lag.ms must be >= 0 and max.compaction.lag.ms >= 1")
+	}
+	return nil
+}
+
+// CheckpointRef points a binding at its newest published checkpoint.
+type CheckpointRef struct {
+	Key    string `json:"key"`
+	SHA256 string `json:"sha256"`
+	Anchor int64  `json:"anchor"`
+}
+
+// Coverage is a binding's compacted coverage: the active generation set.
+type Coverage struct {
+	State   string      `json:"state"`
+	SetID   string      `json:"set_id,omitempty"`
+	Start   int64       `json:"start"`
+	End     int64       `json:"end"`
+	Members []SetMember `json:"members,omitempty"`
+}
+
+// SetMember is one TOPIC_COMPACTED generation of a set, by manifest digest.
+type SetMember struct {
+	Gen            int64  `json:"gen"`
+	ManifestSHA256 string `json:"manifest_sha256"`
+}
+
+// Binding ties a Kafka topic-partition to its stream (bindings/<t>/<p>.json).
+type Binding struct {
+	Topic            string         `json:"topic"`
+	TopicID          string         `json:"topic_id"`
+	Partition        int32          `json:"partition"`
+	StreamID         string         `json:"stream_id"`
+	Config           TopicConfig    `json:"config"`
+	ObservedLogStart int64          `json:"observed_log_start"`
+	CheckpointRef    *CheckpointRef `json:"checkpoint_ref"`
+	Coverage         Coverage       `json:"compacted_coverage"`
+	Version          int64          `json:"version"`
+}
+
+// Name is TOPIC-PARTITION.
+func (b *Binding) Name() string { return fmt.Sprintf("%s-%d", b.Topic, b.Partition) }
+
+// Validate checks a binding's fields.
+func (b *Binding) Validate() error {
+	if err := kafka.ValidateTopic(b.Topic); err != nil {
+		return err
+	}
+	if b.Partition < 0 {
+		return fmt.Errorf("partition %d is negative", b.Partition)
+	}
+	if err := validateStreamID(b.StreamID); err != nil {
+		return err
+	}
+	if err := b.Config.Validate(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if b.ObservedLogStart < 0 {
+		return fmt.Errorf("observed_log_start %d is negative", b.ObservedLogStart)
+	}
+	if r := b.CheckpointRef; r != nil {
+		if !strings.HasPrefix(r.Key, CheckpointsPrefix(b.StreamID)) {
+			return fmt.Errorf("checkpoint_ref.key %q is not under %s", r.Key, CheckpointsPrefix(b.StreamID))
+		}
+		if err := validateSHA256(r.SHA256); err != nil {
+			return fmt.Errorf("checkpoint_ref.sha256: %w", err)
+		}
+	}
+	switch b.Coverage.State {
+	case CoverageNone:
+	case CoverageActive, CoverageQuarantined:
+		if err := validateSHA256(b.Coverage.SetID); err != nil {
+			return fmt.Errorf("compacted_coverage.set_id: %w", err)
+		}
+		if b.Coverage.End < b.Coverage.Start || len(b.Coverage.Members) == 0 {
+			return errors.New("compacted_coverage: empty or reversed range")
+		}
+		for _, m := range b.Coverage.Members {
+			if err := validateSHA256(m.ManifestSHA256); err != nil {
+				return fmt.Errorf("compacted_coverage member %d: %w", m.Gen, err)
+			}
+		}
+	default:
+		return fmt.Errorf("compacted_coverage.state %q: want NONE, ACTIVE or QUARANTINED", b.Coverage.State)
+	}
+	if b.Version < 1 {
+		return fmt.Errorf("version %d: want >= 1", b.Version)
+	}
+	return nil
+}
+
+// Head is a stream head (streams/<sid>/head.json).
+type Head struct {
+	StreamID string `json:"stream_id"`
+	Epoch    int64  `json:"epoch"`
+	Head     int64  `json:"head"`
+	Trim     int64  `json:"trim"`
+	Version  int64  `json:"version"`
+}
+
+// Validate checks a head's fields.
+func (h *Head) Validate() error {
+	if err := validateStreamID(h.StreamID); err != nil {
+		return err
+	}
+	if h.Head < 0 || h.Trim < 0 || h.Trim > h.Head {
+		return fmt.Errorf("head %d, trim %d: want 0 <= trim <= head", h.Head, h.Trim)
+	}
+	if h.Version < 1 || h.Epoch < 0 {
+		return fmt.Errorf("version %d, epoch %d: want version >= 1, epoch >= 0", h.Version, h.Epoch)
+	}
+	return nil
+}
+
+// ObjectRef describes one object of a generation, with its digests.
+type ObjectRef struct {
+	Key    string `json:"key"`
+	Base   int64  `json:"base"`
+	End    int64  `json:"end"`
+	Size   int64  `json:"size"`
+	ETag   string `json:"etag"`
+	CRC32C uint32 `json:"crc32c"`
+	SHA256 string `json:"sha256"`
+}
+
+// SourceRef names a source generation by its manifest digest.
+type SourceRef struct {
+	Gen            int64  `json:"gen"`
+	ManifestSHA256 string `json:"manifest_sha256"`
+}
+
+// Generation is an immutable generation manifest.
+type Generation struct {
+	StreamID string      `json:"stream_id"`
+	Gen      int64       `json:"gen"`
+	Kind     string      `json:"kind"`
+	Base     int64       `json:"base"`
+	End      int64       `json:"end"`
+	Objects  []ObjectRef `json:"objects"`
+	Sources  []SourceRef `json:"sources"`
+	// MaxTimestamp is the largest record timestamp in the range (COMMITTED).
+	MaxTimestamp int64 `json:"max_timestamp"`
+	// CreatedMs is when the generation was sealed or compacted.
+	CreatedMs int64 `json:"created_ms"`
+	// Compaction records the parameters a TOPIC_COMPACTED generation was
+	// computed with, so that --regenerate reproduces it exactly.
+	Compaction *CompactionParams `json:"compaction,omitempty"`
+}
+
+// CompactionParams are the frozen inputs of a compaction beyond its sources.
+type CompactionParams struct {
+	NowMs             int64  `json:"now_ms"`
+	DeleteRetentionMs int64  `json:"delete.retention.ms"`
+	HW                int64  `json:"hw"`
+	LSO               int64  `json:"lso"`
+	LogStart          int64  `json:"log_start"`
+	PrevSetID         string `json:"prev_set_id,omitempty"`
+}
+
+// Validate checks a generation manifest.
+func (g *Generation) Validate() error {
+	if err := validateStreamID(g.StreamID); err != nil {
+		return err
+	}
+	if g.Gen < 0 {
+		return fmt.Errorf("gen %d is negative", g.Gen)
+	}
+	if g.Kind != KindCommitted && g.Kind != KindTopicCompacted {
+		return fmt.Errorf("kind %q: want COMMITTED or TOPIC_COMPACTED", g.Kind)
+	}
+	if g.Base < 0 || g.End < g.Base {
+		return fmt.Errorf("range [%d, %d) is reversed", g.Base, g.End)
+	}
+	prev := g.Base
+	for i, o := range g.Objects {
+		if err := store.ValidateKey(o.Key); err != nil {
+			return fmt.Errorf("object %d: %w", i, err)
+		}
+		if !strings.HasPrefix(o.Key, StreamPrefix(g.StreamID)) {
+			return fmt.Errorf("object %d: key %q is outside stream %s", i, o.Key, g.StreamID)
+		}
+		if o.Size < 0 || o.Base < prev || o.End < o.Base || o.End > g.End {
+			return fmt.Errorf("object %d (%s): range [%d, %d) out of order or outside [%d, %d)", i, o.Key, o.Base, o.End, g.Base, g.End)
+		}
+		if g.Kind == KindCommitted && o.Base != prev {
+			return fmt.Errorf("object %d (%s): gap at %d", i, o.Key, prev)
+		}
+		prev = o.End
+		if err := validateSHA256(o.SHA256); err != nil {
+			return fmt.Errorf("object %d (%s) sha256: %w", i, o.Key, err)
+		}
+	}
+	if g.Kind == KindCommitted && prev != g.End {
+		return fmt.Errorf("objects end at %d, generation at %d", prev, g.End)
+	}
+	for _, s := range g.Sources {
+		if err := validateSHA256(s.ManifestSHA256); err != nil {
+			return fmt.Errorf("source %d: %w", s.Gen, err)
+		}
+	}
+	return nil
+}
+
+// SetID is the identity of a generation set: the SHA-256 of the canonical
+// list of (gen, manifest sha256), sorted by gen, one "gen:sha256\n" line each.
+func SetID(members []SetMember) string {
+	ms := append([]SetMember(nil), members...)
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Gen < ms[j].Gen })
+	h := sha256.New()
+	for _, m := range ms {
+		fmt.Fprintf(h, "%d:%s\n", m.Gen, m.ManifestSHA256)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Quarantine is a quarantine record (quarantine/<set_id>.json).
+type Quarantine struct {
+	SetID     string              `json:"set_id"`
+	Topic     string              `json:"topic"`
+	Partition int32               `json:"partition"`
+	StreamID  string              `json:"stream_id"`
+	Findings  []QuarantineFinding `json:"findings"`
+	CreatedMs int64               `json:"created_ms"`
+	// Repair is filled when the record is archived after a repair.
+	Repair *RepairRecord `json:"repair,omitempty"`
+}
+
+// QuarantineFinding is one failed check.
+type QuarantineFinding struct {
+	Gen      int64  `json:"gen"`
+	Object   string `json:"object,omitempty"`
+	Check    string `json:"check"`
+	Expected string `json:"expected,omitempty"`
+	Found    string `json:"found,omitempty"`
+	Detail   string `json:"detail,omitempty"`
+}
+
+// RepairRecord says what a repair did.
+type RepairRecord struct {
+	RepairedMs int64    `json:"repaired_ms"`
+	Source     string   `json:"source"`
+	Restored   []string `json:"restored"`
+}
+
+// Lease excludes concurrent long jobs (leases/<name>.json).
+type Lease struct {
+	Name       string `json:"name"`
+	Holder     string `json:"holder"`
+	AcquiredMs int64  `json:"acquired_ms"`
+	ExpiresMs  int64  `json:"expires_ms"`
+}
+
+func validateStreamID(sid string) error {
+	if sid == "" || len(sid) > 64 {
+		return fmt.Errorf("stream_id %q: want 1..64 characters", sid)
+	}
+	for _, c := range sid {
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
+			return fmt.Errorf("stream_id %q: want [a-z0-9-]", sid)
+		}
+	}
+	return nil
+}
+
+func validateSHA256(s string) error {
+	if len(s) != 64 || !isHex(s) {
+		return fmt.Errorf("%q is not a lowercase hex SHA-256", s)
+	}
+	return nil
+}
+
+// Encode returns the canonical JSON of a document (sorted struct order,
+// two-space indent, trailing newline): same document, same bytes.
+func Encode(v any) []byte {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		panic(fmt.Sprintf("layout: encode %T: %v", v, err)) // documents are plain structs
+	}
+	return append(b, '\n')
+}
+
+// Decode parses a document strictly: unknown fields are allowed (newer
+// writers), trailing data is not, and the result is validated.
+func Decode(key string, data []byte, v interface{ Validate() error }) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("decode %s: malformed JSON: %w", key, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("decode %s: trailing data after the document", key)
+	}
+	if err := v.Validate(); err != nil {
+		return fmt.Errorf("decode %s: invalid document: %w", key, err)
+	}
+	return nil
+}
+
+// Validate lets Quarantine be decoded with Decode.
+func (q *Quarantine) Validate() error {
+	if err := validateSHA256(q.SetID); err != nil {
+		return fmt.Errorf("set_id: %w", err)
+	}
+	return kafka.ValidateTopic(q.Topic)
+}
+
+// Validate lets Lease be decoded with Decode.
+func (l *Lease) Validate() error {
+	if l.Name == "" || l.Holder == "" {
+		return errors.New("lease needs a name and a holder")
+	}
+	return nil
+}
+
+// Load reads and decodes a document, returning its ETag for a later CAS.
+func Load(ctx context.Context, st store.Store, key string, v interface{ Validate() error }) (etag string, err error) {
+	data, err := store.GetCapped(ctx, st, key, MaxDocumentBytes)
+	if err != nil {
+		return "", err
+	}
+	if err := Decode(key, data, v); err != nil {
+		return "", err
+	}
+	return store.ETagOf(data), nil
+}
+
+// Create writes a new document with IfAbsent.
+func Create(ctx context.Context, st store.Store, key string, v any) (store.ObjectInfo, error) {
+	return st.Put(ctx, key, Encode(v), store.IfAbsent())
+}
+
+// Replace CASes a document with IfMatch(etag).
+func Replace(ctx context.Context, st store.Store, key string, v any, etag string) (store.ObjectInfo, error) {
+	return st.Put(ctx, key, Encode(v), store.IfMatch(etag))
+}
+
+// DocSHA256 is the hex SHA-256 of a document's canonical bytes.
+func DocSHA256(v any) string { return store.SHA256Of(Encode(v)) }
+
+// LoadBinding reads bindings/<topic>/<partition>.json.
+func LoadBinding(ctx context.Context, st store.Store, topic string, partition int32) (*Binding, string, error) {
+	var b Binding
+	key := BindingKey(topic, partition)
+	etag, err := Load(ctx, st, key, &b)
+	if err != nil {
+		return nil, "", err
+	}
+	if b.Topic != topic || b.Partition != partition {
+		return nil, "", fmt.Errorf("decode %s: names %s-%d", key, b.Topic, b.Partition)
+	}
+	return &b, etag, nil
+}
+
+// ListBindings lists every binding key and parses topic and partition.
+func ListBindings(ctx context.Context, st store.Store) ([]TopicPartition, error) {
+	infos, err := st.List(ctx, BindingsPrefix)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]TopicPartition, 0, len(infos))
+	for _, in := range infos {
+		t, p, err := ParseBindingKey(in.Key)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, TopicPartition{Topic: t, Partition: p})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
+	return out, nil
+}
+
+// TopicPartition names a partition.
+type TopicPartition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+}
+
+func (tp TopicPartition) String() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
+
+// Less orders by topic, then partition number.
+func (tp TopicPartition) Less(o TopicPartition) bool {
+	if tp.Topic != o.Topic {
+		return tp.Topic < o.Topic
+	}
+	return tp.Partition < o.Partition
+}
+
+// ParseTopicPartition parses TOPIC-PARTITION (split at the last '-').
+func ParseTopicPartition(s string) (TopicPartition, error) {
+	t, p, err := kafka.ParseTopicPartition(s)
+	return TopicPartition{Topic: t, Partition: p}, err
+}
+
+// LoadHead reads streams/<sid>/head.json.
+func LoadHead(ctx context.Context, st store.Store, sid string) (*Head, string, error) {
+	var h Head
+	key := HeadKey(sid)
+	etag, err := Load(ctx, st, key, &h)
+	if err != nil {
+		return nil, "", err
+	}
+	if h.StreamID != sid {
+		return nil, "", fmt.Errorf("decode %s: names stream %s", key, h.StreamID)
+	}
+	return &h, etag, nil
+}
+
+// LoadGeneration reads a generation manifest and returns it with the SHA-256
+// of its bytes (the digest sources and sets refer to).
+func LoadGeneration(ctx context.Context, st store.Store, sid string, gen int64) (*Generation, string, error) {
+	key := GenerationKey(sid, gen)
+	data, err := store.GetCapped(ctx, st, key, MaxDocumentBytes)
+	if err != nil {
+		return nil, "", err
+	}
+	var g Generation
+	if err := Decode(key, data, &g); err != nil {
+		return nil, "", err
+	}
+	if g.StreamID != sid || g.Gen != gen {
+		return nil, "", fmt.Errorf("decode %s: names stream %s generation %d", key, g.StreamID, g.Gen)
+	}
+	return &g, store.SHA256Of(data), nil
+}
+
+// ListGenerations lists the generation numbers of a stream, ascending.
+func ListGenerations(ctx context.Context, st store.Store, sid string) ([]int64, error) {
+	infos, err := st.List(ctx, GenerationsPrefix(sid))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, 0, len(infos))
+	for _, in := range infos {
+		g, err := ParseGenerationKey(in.Key)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// StreamObject is a COMMITTED data object found by listing.
+type StreamObject struct {
+	Key  string
+	Base int64
+	End  int64
+	Size int64
+	ETag string
+}
+
+// ListObjects lists a stream's data objects in offset order.
+func ListObjects(ctx context.Context, st store.Store, sid string) ([]StreamObject, error) {
+	infos, err := st.List(ctx, ObjectsPrefix(sid))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]StreamObject, 0, len(infos))
+	for _, in := range infos {
+		base, end, err := ParseObjectKey(in.Key)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, StreamObject{Key: in.Key, Base: base, End: end, Size: in.Size, ETag: in.ETag})
+	}
+	return out, nil
+}

@@ -1,0 +1,317 @@
+package recovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/nkc1"
+	"github.com/nereusctl/nereusctl/internal/state"
+	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/stream"
+)
+
+// CreateResult is the outcome of a checkpoint create.
+type CreateResult struct {
+	Key       string  `json:"key"`
+	Root      string  `json:"root"`
+	SHA256    string  `json:"sha256"`
+	Anchor    int64   `json:"anchor"`
+	Size      int64   `json:"size"`
+	Published bool    `json:"published"` // a new object was written
+	Reused    bool    `json:"reused"`    // an existing checkpoint already anchored at the head
+	RefUpdate bool    `json:"binding_updated"`
+	DryRun    bool    `json:"dry_run"`
+	Replay    *Result `json:"-"`
+}
+
+// Build replays b and encodes the checkpoint that would anchor at the head.
+func Build(ctx context.Context, st store.Store, b *layout.Binding) (*Result, *nkc1.Checkpoint, []byte, string, error) {
+	res, err := Replay(ctx, st, b, Options{})
+	if err != nil {
+		return nil, nil, nil, "", err
+	}
+	cp, err := checkpointOf(ctx, st, b, res)
+	if err != nil {
+		return nil, nil, nil, "", err
+	}
+	data, root, err := nkc1.Encode(cp)
+	if err != nil {
+		return nil, nil, nil, "", fmt.Errorf("encode checkpoint for %s: %w", b.Name(), err)
+	}
+	return res, cp, data, root, nil
+}
+
+// checkpointOf assembles the checkpoint of a replay result at its head.
+func checkpointOf(ctx context.Context, st store.Store, b *layout.Binding, res *Result) (*nkc1.Checkpoint, error) {
+	h := res.Head
+	a := nkc1.Anchor{
+		StreamID: b.StreamID, TopicID: b.TopicID, Topic: b.Topic, Partition: b.Partition,
+		Offset: h.Head, HeadEpoch: h.Epoch, LogStart: res.State.LogStart,
+	}
+	objs, err := layout.ListObjects(ctx, st, b.StreamID)
+	if err != nil {
+		return nil, err
+	}
+	if first := stream.FirstOffset(objs, h.Head); first < h.Head {
+		chain, err := stream.Chain(objs, first, h.Head)
+		if err != nil {
+			return nil, err
+		}
+		last := chain[len(chain)-1]
+		data, err := st.Get(ctx, last.Key, nil)
+		if err != nil {
+			return nil, fmt.Errorf("read anchor object %s: %w", last.Key, err)
+		}
+		a.ObjectKey, a.ObjectSHA256 = last.Key, store.SHA256Of(data)
+	}
+	srcs := make([]layout.SourceRef, 0, len(res.Sources))
+	for gen, sum := range res.Sources {
+		srcs = append(srcs, layout.SourceRef{Gen: gen, ManifestSHA256: sum})
+	}
+	sort.Slice(srcs, func(i, j int) bool { return srcs[i].Gen < srcs[j].Gen })
+	return &nkc1.Checkpoint{
+		Anchor:   a,
+		State:    res.State,
+		Coverage: nkc1.Coverage{LogStart: res.State.LogStart, Anchor: h.Head, Sources: srcs},
+		Binding:  nkc1.BindingRef{Key: layout.BindingKey(b.Topic, b.Partition), Version: b.Version},
+	}, nil
+}
+
+// Create makes a checkpoint anchored at the current head and points the
+// binding at it. With nothing new since the newest valid checkpoint (same
+// anchor, same state digest) it writes no object and only makes sure the
+// binding refers to that checkpoint. dryRun writes nothing.
+func Create(ctx context.Context, st store.Store, b *layout.Binding, bindingETag string, dryRun bool) (*CreateResult, error) {
+	res, _, data, root, err := Build(ctx, st, b)
+	if err != nil {
+		return nil, err
+	}
+	out := &CreateResult{Anchor: res.Head.Head, Root: root, DryRun: dryRun, Replay: res}
+	if c := res.Chosen; c != nil && c.Anchor == res.Head.Head {
+		// Nothing new since the chosen checkpoint: its state replays to the
+		// same digest at the same anchor.
+		existing, err := st.Get(ctx, c.Key, nil)
+		if err != nil {
+			return nil, fmt.Errorf("read checkpoint %s: %w", c.Key, err)
+		}
+		ecp, err := nkc1.Decode(existing)
+		if err == nil && state.Digest(ecp.State) == res.Digest {
+			r, _ := nkc1.Open(existing)
+			out.Key, out.Size, out.SHA256, out.Reused = c.Key, int64(len(existing)), store.SHA256Of(existing), true
+			if r != nil {
+				out.Root = r.Root()
+			}
+			if dryRun {
+				return out, nil
+			}
+			return out, pointBinding(ctx, st, b, bindingETag, out)
+		}
+	}
+	out.Key = layout.CheckpointKey(b.StreamID, res.Head.Head, root)
+	out.Size = int64(len(data))
+	out.SHA256 = store.SHA256Of(data)
+	if dryRun {
+		return out, nil
+	}
+	if _, err := st.Put(ctx, out.Key, data, store.IfAbsent()); err != nil {
+		return nil, fmt.Errorf("publish checkpoint %s: %w", out.Key, err)
+	}
+	out.Published = true
+	return out, pointBinding(ctx, st, b, bindingETag, out)
+}
+
+// pointBinding CASes the binding's checkpoint_ref to the checkpoint unless it
+// already points there or at a newer anchor. A lost precondition re-reads
+// the binding once and tries again.
+func pointBinding(ctx context.Context, st store.Store, b *layout.Binding, etag string, c *CreateResult) error {
+	for attempt := 0; ; attempt++ {
+		if r := b.CheckpointRef; r != nil && (r.Key == c.Key || r.Anchor > c.Anchor) {
+			return nil
+		}
+		nb := *b
+		nb.CheckpointRef = &layout.CheckpointRef{Key: c.Key, SHA256: c.SHA256, Anchor: c.Anchor}
+		nb.Version++
+		_, err := layout.Replace(ctx, st, layout.BindingKey(b.Topic, b.Partition), &nb, etag)
+		if err == nil {
+			*b = nb
+			c.RefUpdate = true
+			return nil
+		}
+		if !errors.Is(err, store.ErrPreconditionFailed) || attempt > 0 {
+			return fmt.Errorf("point binding %s at checkpoint %s: %w", b.Name(), c.Key, err)
+		}
+		fresh, fetag, lerr := layout.LoadBinding(ctx, st, b.Topic, b.Partition)
+		if lerr != nil {
+			return fmt.Errorf("point binding %s at checkpoint %s: %w", b.Name(), c.Key, lerr)
+		}
+		*b, etag = *fresh, fetag
+	}
+}
+
+// Entry is one checkpoint object as listed.
+type Entry struct {
+	Key        string    `json:"key"`
+	Anchor     int64     `json:"anchor"`
+	Size       int64     `json:"size"`
+	Root       string    `json:"root"`
+	Modified   time.Time `json:"modified"`
+	Referenced bool      `json:"referenced"` // the binding's checkpoint_ref
+	Valid      bool      `json:"valid"`
+	Reason     string    `json:"reason,omitempty"`
+	Detail     string    `json:"detail,omitempty"`
+}
+
+// List returns every checkpoint of a binding, newest anchor first, each
+// checked as replay would check it.
+func List(ctx context.Context, st store.Store, b *layout.Binding) ([]Entry, error) {
+	h, _, err := layout.LoadHead(ctx, st, b.StreamID)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := layout.ListObjects(ctx, st, b.StreamID)
+	if err != nil {
+		return nil, err
+	}
+	infos, err := st.List(ctx, layout.CheckpointsPrefix(b.StreamID))
+	if err != nil {
+		return nil, err
+	}
+	var out []Entry
+	for _, in := range infos {
+		e := Entry{Key: in.Key, Size: in.Size, Modified: in.Modified}
+		anchor, r12, err := layout.ParseCheckpointKey(in.Key)
+		if err != nil {
+			e.Reason, e.Detail = ReasonCorrupt, err.Error()
+			out = append(out, e)
+			continue
+		}
+		e.Anchor, e.Root = anchor, r12
+		e.Referenced = b.CheckpointRef != nil && b.CheckpointRef.Key == in.Key
+		cp, reason, detail := Check(ctx, st, b, h, objs, in)
+		e.Valid, e.Reason, e.Detail = reason == "", reason, detail
+		if cp != nil {
+			if data, err := st.Get(ctx, in.Key, nil); err == nil {
+				if r, err := nkc1.Open(data); err == nil {
+					e.Root = r.Root()
+				}
+			}
+		}
+		out = append(out, e)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Anchor > out[j].Anchor })
+	return out, nil
+}
+
+// Finding is one failed check of checkpoint verify.
+type Finding struct {
+	Partition string `json:"partition"`
+	Key       string `json:"key"`
+	Check     string `json:"check"`
+	Detail    string `json:"detail"`
+}
+
+// VerifyReport is the outcome of verifying a binding's checkpoints.
+type VerifyReport struct {
+	Partition   string    `json:"partition"`
+	Checkpoints int       `json:"checkpoints"`
+	Findings    []Finding `json:"findings"`
+}
+
+// Verify checks every checkpoint of a binding: the object (HEAD size and
+// ETag against the bytes), every section CRC and digest, the root, the anchor
+// object digest against the stream, the binding reference, and that the
+// binding's checkpoint_ref names an existing checkpoint with its digest.
+func Verify(ctx context.Context, st store.Store, b *layout.Binding) (*VerifyReport, error) {
+	h, _, err := layout.LoadHead(ctx, st, b.StreamID)
+	if err != nil {
+		return nil, err
+	}
+	objs, err := layout.ListObjects(ctx, st, b.StreamID)
+	if err != nil {
+		return nil, err
+	}
+	infos, err := st.List(ctx, layout.CheckpointsPrefix(b.StreamID))
+	if err != nil {
+		return nil, err
+	}
+	rep := &VerifyReport{Partition: b.Name(), Findings: []Finding{}}
+	add := func(key, check, detail string) {
+		rep.Findings = append(rep.Findings, Finding{Partition: b.Name(), Key: key, Check: check, Detail: detail})
+	}
+	refFound := false
+	for _, in := range infos {
+		rep.Checkpoints++
+		anchor, r12, err := layout.ParseCheckpointKey(in.Key)
+		if err != nil {
+			add(in.Key, "name", err.Error())
+			continue
+		}
+		hd, err := st.Head(ctx, in.Key)
+		if err != nil {
+			add(in.Key, "head", err.Error())
+			continue
+		}
+		data, err := store.GetCapped(ctx, st, in.Key, MaxCheckpointBytes)
+		if err != nil {
+			add(in.Key, "get", err.Error())
+			continue
+		}
+		if hd.Size != int64(len(data)) {
+			add(in.Key, "size", fmt.Sprintf("HEAD says %d bytes, GET returned %d", hd.Size, len(data)))
+		}
+		if et := store.ETagOf(data); hd.ETag != et {
+			add(in.Key, "etag", fmt.Sprintf("HEAD says %s, bytes hash to %s", hd.ETag, et))
+		}
+		r, err := nkc1.Open(data)
+		if err != nil {
+			add(in.Key, "structure", err.Error())
+			continue
+		}
+		for _, f := range r.Verify() {
+			add(in.Key, f.Check, fmt.Sprintf("section %s: %s", f.Section, f.Detail))
+		}
+		if len(r.Root()) < 12 || r.Root()[:12] != r12 {
+			add(in.Key, "root", fmt.Sprintf("root %s does not match the name's %s", r.Root(), r12))
+		}
+		if b.CheckpointRef != nil && b.CheckpointRef.Key == in.Key {
+			refFound = true
+			if s := store.SHA256Of(data); s != b.CheckpointRef.SHA256 {
+				add(in.Key, "binding-ref", fmt.Sprintf("binding records sha256 %s, object has %s", b.CheckpointRef.SHA256, s))
+			}
+			if b.CheckpointRef.Anchor != anchor {
+				add(in.Key, "binding-ref", fmt.Sprintf("binding records anchor %d, name says %d", b.CheckpointRef.Anchor, anchor))
+			}
+		}
+		cp, err := nkc1.Decode(data)
+		if err != nil {
+			if len(r.Verify()) == 0 {
+				add(in.Key, "decode", err.Error())
+			}
+			continue
+		}
+		if cp.Anchor.Offset != anchor {
+			add(in.Key, "anchor", fmt.Sprintf("anchor section says %d, name says %d", cp.Anchor.Offset, anchor))
+		}
+		if cp.Anchor.StreamID != b.StreamID || cp.Anchor.Topic != b.Topic || cp.Anchor.Partition != b.Partition ||
+			cp.Binding.Key != layout.BindingKey(b.Topic, b.Partition) || cp.Binding.Version > b.Version {
+			add(in.Key, "binding-ref", fmt.Sprintf("made for %s (stream %s, version %d), binding is stream %s version %d", cp.Binding.Key, cp.Anchor.StreamID, cp.Binding.Version, b.StreamID, b.Version))
+		}
+		if anchor > h.Head {
+			add(in.Key, "anchor", fmt.Sprintf("anchor %d leads the head %d", anchor, h.Head))
+		} else if reason, detail := checkAnchorObject(ctx, st, cp.Anchor, objs, h); reason != "" {
+			if reason == ReasonAnchorMissing && anchor <= h.Trim && !(b.CheckpointRef != nil && b.CheckpointRef.Key == in.Key) {
+				// Stale: its anchor object was collected below the trim.
+				continue
+			}
+			add(in.Key, "anchor-object", reason+": "+detail)
+		}
+	}
+	if b.CheckpointRef != nil && !refFound {
+		add(b.CheckpointRef.Key, "binding-ref", "the binding's checkpoint_ref names a checkpoint that does not exist")
+	}
+	return rep, nil
+}

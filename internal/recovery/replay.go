@@ -1,0 +1,378 @@
+// Package recovery owns bounded restart replay and NKC1 checkpoint
+// management (DESIGN §5, §6): choosing a checkpoint that does not lead the
+// head, verifying it (object, CRCs, root, anchor digest, binding reference),
+// hydrating it, replaying the COMMITTED tail, applying the durable trim, and
+// creating, listing and verifying checkpoints.
+//
+// A checkpoint only accelerates: nothing here changes a stream head, a trim
+// or coordinator truth. The only mutations are publishing a new checkpoint
+// (IfAbsent) and CASing the binding's checkpoint_ref.
+package recovery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/nereusctl/nereusctl/internal/kafka"
+	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/nkc1"
+	"github.com/nereusctl/nereusctl/internal/state"
+	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/stream"
+)
+
+// MaxCheckpointBytes caps a checkpoint object read from the store.
+const MaxCheckpointBytes = 1 << 30
+
+// Skip reasons for checkpoints replay did not use.
+const (
+	ReasonLeadsHead      = "leads the head"
+	ReasonDigestMismatch = "anchor object digest mismatch"
+	ReasonAnchorMissing  = "anchor object missing"
+	ReasonCorrupt        = "corrupt checkpoint"
+	ReasonObject         = "object check failed"
+	ReasonBinding        = "binding reference mismatch"
+	ReasonNewerChosen    = "a newer checkpoint was chosen"
+)
+
+// Candidate is a checkpoint replay considered.
+type Candidate struct {
+	Key      string    `json:"key"`
+	Anchor   int64     `json:"anchor"`
+	Size     int64     `json:"size"`
+	Modified time.Time `json:"modified"`
+	Status   string    `json:"status"` // chosen, skipped, not-needed
+	Reason   string    `json:"reason,omitempty"`
+	Detail   string    `json:"detail,omitempty"`
+}
+
+// TailStats describes what was replayed after the hydrated state.
+type TailStats struct {
+	From    int64 `json:"from"`
+	To      int64 `json:"to"`
+	Objects int   `json:"objects"`
+	Batches int64 `json:"batches"`
+	Bytes   int64 `json:"bytes"`
+}
+
+// Result is the outcome of a replay.
+type Result struct {
+	Binding    *layout.Binding
+	Head       layout.Head
+	Chosen     *Candidate // nil on a full replay
+	Candidates []Candidate
+	Tail       TailStats
+	State      *state.Partition
+	Digest     string
+	Full       bool
+	// Sources maps every sealed segment's COMMITTED generation still in the
+	// state to its manifest digest (the checkpoint's coverage section).
+	Sources map[int64]string
+}
+
+// Options steer a replay.
+type Options struct {
+	// Full ignores every checkpoint and replays from the first offset.
+	Full bool
+	// VerifyCRC checks every batch CRC in the tail (slower; the header-only
+	// path is the default, as a broker trusts its own durable objects).
+	VerifyCRC bool
+}
+
+// Replay runs the seven steps of DESIGN §6 for one binding.
+func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options) (*Result, error) {
+	// 1. Read the head.
+	h, _, err := layout.LoadHead(ctx, st, b.StreamID)
+	if err != nil {
+		return nil, fmt.Errorf("replay %s: read head: %w", b.Name(), err)
+	}
+	objs, err := layout.ListObjects(ctx, st, b.StreamID)
+	if err != nil {
+		return nil, fmt.Errorf("replay %s: list objects: %w", b.Name(), err)
+	}
+	res := &Result{Binding: b, Head: *h, Full: opt.Full}
+
+	// 2-4. Choose, verify and hydrate a checkpoint.
+	var part *state.Partition
+	var lastGen int64 = -1
+	res.Sources = map[int64]string{}
+	if !opt.Full {
+		cands, chosen, cp, err := choose(ctx, st, b, h, objs)
+		if err != nil {
+			return nil, err
+		}
+		res.Candidates = cands
+		if chosen >= 0 {
+			c := cands[chosen]
+			res.Chosen = &c
+			part = cp.State
+			_, lastGen = part.SealedEnd()
+			lastGen = max(lastGen, maxSourceGen(cp.Coverage.Sources))
+			for _, s := range cp.Coverage.Sources {
+				res.Sources[s.Gen] = s.ManifestSHA256
+			}
+		}
+	}
+	if part == nil {
+		first := stream.FirstOffset(objs, h.Head)
+		if first > h.Trim {
+			return nil, fmt.Errorf("replay %s: %w: the stream's objects start at %d, above the durable trim %d", b.Name(), stream.ErrMissing, first, h.Trim)
+		}
+		part = state.New(first)
+	}
+
+	// 5. Replay the COMMITTED tail to the head.
+	if err := replayTail(ctx, st, b.StreamID, part, objs, h.Head, lastGen, opt.VerifyCRC, &res.Tail, res.Sources); err != nil {
+		return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
+	}
+	// 6. Apply the durable trim.
+	part.ApplyLogStart(h.Trim)
+	live := map[int64]bool{}
+	for _, sg := range part.Segments {
+		live[sg.Gen] = true
+	}
+	for gen := range res.Sources {
+		if !live[gen] {
+			delete(res.Sources, gen)
+		}
+	}
+	// 7. Report.
+	res.State = part
+	res.Digest = state.Digest(part)
+	return res, nil
+}
+
+func maxSourceGen(srcs []layout.SourceRef) int64 {
+	m := int64(-1)
+	for _, s := range srcs {
+		m = max(m, s.Gen)
+	}
+	return m
+}
+
+// choose lists checkpoints newest first and returns the first that passes
+// every check; the others are reported with their reason.
+func choose(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Head, objs []layout.StreamObject) ([]Candidate, int, *nkc1.Checkpoint, error) {
+	infos, err := st.List(ctx, layout.CheckpointsPrefix(b.StreamID))
+	if err != nil {
+		return nil, -1, nil, fmt.Errorf("replay %s: list checkpoints: %w", b.Name(), err)
+	}
+	type entry struct {
+		info   store.ObjectInfo
+		anchor int64
+	}
+	var es []entry
+	for _, in := range infos {
+		a, _, err := layout.ParseCheckpointKey(in.Key)
+		if err != nil {
+			continue // not a checkpoint name: gc's business
+		}
+		es = append(es, entry{in, a})
+	}
+	sort.SliceStable(es, func(i, j int) bool {
+		if es[i].anchor != es[j].anchor {
+			return es[i].anchor > es[j].anchor
+		}
+		return es[i].info.Key > es[j].info.Key
+	})
+	cands := make([]Candidate, len(es))
+	chosen := -1
+	var cp *nkc1.Checkpoint
+	for i, e := range es {
+		cands[i] = Candidate{Key: e.info.Key, Anchor: e.anchor, Size: e.info.Size, Modified: e.info.Modified}
+		if chosen >= 0 {
+			cands[i].Status, cands[i].Reason = "not-needed", ReasonNewerChosen
+			continue
+		}
+		c, reason, detail := Check(ctx, st, b, h, objs, e.info)
+		if reason != "" {
+			cands[i].Status, cands[i].Reason, cands[i].Detail = "skipped", reason, detail
+			continue
+		}
+		cands[i].Status = "chosen"
+		chosen, cp = i, c
+	}
+	return cands, chosen, cp, nil
+}
+
+// Check runs the checks of DESIGN §6 steps 2-3 on one checkpoint object and
+// returns the decoded checkpoint, or the reason it cannot be used.
+func Check(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Head, objs []layout.StreamObject, info store.ObjectInfo) (*nkc1.Checkpoint, string, string) {
+	anchor, _, err := layout.ParseCheckpointKey(info.Key)
+	if err != nil {
+		return nil, ReasonCorrupt, err.Error()
+	}
+	if anchor > h.Head {
+		return nil, ReasonLeadsHead, fmt.Sprintf("anchor %d > head %d", anchor, h.Head)
+	}
+	data, err := store.GetCapped(ctx, st, info.Key, MaxCheckpointBytes)
+	if err != nil {
+		return nil, ReasonObject, err.Error()
+	}
+	if int64(len(data)) != info.Size || store.ETagOf(data) != info.ETag {
+		return nil, ReasonObject, fmt.Sprintf("GET returned %d bytes with ETag %s, listed as %d bytes with ETag %s", len(data), store.ETagOf(data), info.Size, info.ETag)
+	}
+	cp, err := nkc1.Decode(data)
+	if err != nil {
+		return nil, ReasonCorrupt, err.Error()
+	}
+	a := cp.Anchor
+	if a.Offset != anchor || a.StreamID != b.StreamID || a.Topic != b.Topic || a.Partition != b.Partition {
+		return nil, ReasonBinding, fmt.Sprintf("checkpoint is for stream %s %s-%d anchor %d", a.StreamID, a.Topic, a.Partition, a.Offset)
+	}
+	if cp.Binding.Key != layout.BindingKey(b.Topic, b.Partition) || cp.Binding.Version > b.Version {
+		return nil, ReasonBinding, fmt.Sprintf("made for %s version %d, binding is %s version %d", cp.Binding.Key, cp.Binding.Version, layout.BindingKey(b.Topic, b.Partition), b.Version)
+	}
+	if cp.State.NextOffset != anchor {
+		return nil, ReasonCorrupt, fmt.Sprintf("state ends at %d, anchor is %d", cp.State.NextOffset, anchor)
+	}
+	if reason, detail := checkAnchorObject(ctx, st, a, objs, h); reason != "" {
+		return nil, reason, detail
+	}
+	return cp, "", ""
+}
+
+// checkAnchorObject compares the digest of the object ending at the anchor
+// with the one the checkpoint recorded (the stable-head anchor).
+func checkAnchorObject(ctx context.Context, st store.Store, a nkc1.Anchor, objs []layout.StreamObject, h *layout.Head) (string, string) {
+	if a.ObjectKey == "" {
+		// Anchored at the stream's first offset: nothing precedes it.
+		if a.ObjectSHA256 != "" {
+			return ReasonCorrupt, "anchor names a digest but no object"
+		}
+		if first := stream.FirstOffset(objs, h.Head); first != a.Offset && !(h.Head == a.Offset && len(objs) == 0) {
+			return ReasonDigestMismatch, fmt.Sprintf("no anchor object, but the stream starts at %d, not %d", first, a.Offset)
+		}
+		return "", ""
+	}
+	base, end, err := layout.ParseObjectKey(a.ObjectKey)
+	if err != nil || end != a.Offset || a.ObjectKey != layout.ObjectKey(a.StreamID, base, end) {
+		return ReasonCorrupt, fmt.Sprintf("anchor object %q does not end at anchor %d", a.ObjectKey, a.Offset)
+	}
+	chain, err := stream.Chain(objs, base, a.Offset)
+	if err != nil || len(chain) != 1 || chain[0].Key != a.ObjectKey {
+		return ReasonAnchorMissing, fmt.Sprintf("object %s is not in the stream", a.ObjectKey)
+	}
+	// The anchor object must also be on the chain to the head: a divergent
+	// history may keep the old object beside the new one.
+	if a.Offset < h.Head {
+		if _, err := stream.Chain(objs, a.Offset, h.Head); err != nil {
+			return ReasonDigestMismatch, fmt.Sprintf("anchor %d is not an object boundary on the way to the head: %v", a.Offset, err)
+		}
+	}
+	data, err := st.Get(ctx, a.ObjectKey, nil)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return ReasonAnchorMissing, err.Error()
+		}
+		return ReasonObject, err.Error()
+	}
+	if got := store.SHA256Of(data); got != a.ObjectSHA256 {
+		return ReasonDigestMismatch, fmt.Sprintf("%s has sha256 %s, checkpoint recorded %s", a.ObjectKey, got, a.ObjectSHA256)
+	}
+	return "", ""
+}
+
+// replayTail applies every batch of the chain [part.NextOffset, head) and
+// seals segments where COMMITTED generations newer than lastGen end.
+func replayTail(ctx context.Context, st store.Store, sid string, part *state.Partition, objs []layout.StreamObject, head, lastGen int64, verifyCRC bool, ts *TailStats, sources map[int64]string) error {
+	ts.From, ts.To = part.NextOffset, head
+	if part.NextOffset >= head {
+		return nil
+	}
+	chain, err := stream.Chain(objs, part.NextOffset, head)
+	if err != nil {
+		return err
+	}
+	if len(chain) > 0 && chain[0].Base != part.NextOffset {
+		return fmt.Errorf("%w: the state ends at %d inside object %s", stream.ErrMissing, part.NextOffset, chain[0].Key)
+	}
+	seals, digests, err := sealsAfter(ctx, st, sid, lastGen)
+	if err != nil {
+		return err
+	}
+	for _, o := range chain {
+		data, err := stream.ReadObject(ctx, st, o)
+		if err != nil {
+			return err
+		}
+		ts.Objects++
+		ts.Bytes += int64(len(data))
+		err = stream.ScanObject(o, data, verifyCRC, func(bt stream.Batch) error {
+			ts.Batches++
+			return ApplyBatch(part, bt)
+		})
+		if err != nil {
+			return err
+		}
+		if gen, ok := seals[o.End]; ok {
+			if err := part.Seal(gen, o.End); err != nil {
+				return err
+			}
+			sources[gen] = digests[gen]
+			delete(seals, o.End)
+		}
+	}
+	for end, gen := range seals {
+		if end <= head && end > ts.From {
+			return fmt.Errorf("%w: generation %d ends at %d, which is not an object boundary of the stream", kafka.ErrCorrupt, gen, end)
+		}
+	}
+	return nil
+}
+
+// sealsAfter maps the end offset of every COMMITTED generation newer than
+// lastGen to its number.
+func sealsAfter(ctx context.Context, st store.Store, sid string, lastGen int64) (map[int64]int64, map[int64]string, error) {
+	gens, err := layout.ListGenerations(ctx, st, sid)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list generations: %w", err)
+	}
+	out, digests := map[int64]int64{}, map[int64]string{}
+	for _, n := range gens {
+		if n <= lastGen {
+			continue
+		}
+		g, sum, err := layout.LoadGeneration(ctx, st, sid, n)
+		if err != nil {
+			return nil, nil, err
+		}
+		if g.Kind == layout.KindCommitted {
+			out[g.End] = g.Gen
+			digests[g.Gen] = sum
+		}
+	}
+	return out, digests, nil
+}
+
+// ApplyBatch feeds one stored batch to the state, decoding the marker of a
+// control batch.
+func ApplyBatch(part *state.Partition, bt stream.Batch) error {
+	var m state.Marker
+	h := bt.Header
+	if h.IsControl() && h.ProducerID >= 0 {
+		b, err := kafka.DecodeBatch(bt.Raw, kafka.DefaultLimits())
+		if err != nil {
+			return fmt.Errorf("decode control batch at offset %d in %s: %w", h.BaseOffset, bt.Object.Key, err)
+		}
+		if len(b.Records) > 0 {
+			r := b.Records[0]
+			_, t, err := kafka.ParseControlKey(r.Key)
+			if err != nil {
+				return fmt.Errorf("control record at offset %d in %s: %w", r.Offset, bt.Object.Key, err)
+			}
+			m = state.Marker{Present: true, Type: t, Timestamp: r.Timestamp}
+			if t == kafka.ControlAbort || t == kafka.ControlCommit {
+				em, err := kafka.ParseEndTxnMarker(r.Value)
+				if err != nil {
+					return fmt.Errorf("end-transaction marker at offset %d in %s: %w", r.Offset, bt.Object.Key, err)
+				}
+				m.CoordinatorEpoch = em.CoordinatorEpoch
+			}
+		}
+	}
+	return part.Apply(h, int64(len(bt.Raw)), m, state.Position{ObjectBase: bt.Object.Base, ObjectPos: bt.Pos})
+}

@@ -280,6 +280,20 @@ func checkAnchorObject(ctx context.Context, st store.Store, a nkc1.Anchor, objs 
 // seals segments where COMMITTED generations newer than lastGen end.
 func replayTail(ctx context.Context, st store.Store, sid string, part *state.Partition, objs []layout.StreamObject, head, lastGen int64, verifyCRC bool, ts *TailStats, sources map[int64]string) error {
 	ts.From, ts.To = part.NextOffset, head
+	seals, digests, err := sealsAfter(ctx, st, sid, lastGen)
+	if err != nil {
+		return err
+	}
+	// A segment may have been sealed exactly at the hydrated anchor after
+	// the checkpoint was made: the broker publishes the generation when it
+	// rolls, which is after the last append to the segment.
+	if gen, ok := seals[part.NextOffset]; ok {
+		if err := part.Seal(gen, part.NextOffset); err != nil {
+			return err
+		}
+		sources[gen] = digests[gen]
+		delete(seals, part.NextOffset)
+	}
 	if part.NextOffset >= head {
 		return nil
 	}
@@ -289,10 +303,6 @@ func replayTail(ctx context.Context, st store.Store, sid string, part *state.Par
 	}
 	if len(chain) > 0 && chain[0].Base != part.NextOffset {
 		return fmt.Errorf("%w: the state ends at %d inside object %s", stream.ErrMissing, part.NextOffset, chain[0].Key)
-	}
-	seals, digests, err := sealsAfter(ctx, st, sid, lastGen)
-	if err != nil {
-		return err
 	}
 	for _, o := range chain {
 		data, err := stream.ReadObject(ctx, st, o)

@@ -57,6 +57,8 @@ type globals struct {
 	counter *store.Counter
 	// isTTY reports whether stdout is a terminal (progress, colours, maps).
 	isTTY bool
+	// createStore lets the store be created (a missing file:// root).
+	createStore bool
 }
 
 func (g *globals) json() bool { return g.cfg.Output == "json" }
@@ -66,7 +68,7 @@ func (g *globals) store(ctx context.Context) (store.Store, error) {
 	if g.st != nil {
 		return g.st, nil
 	}
-	st, err := openStore(ctx, g.cfg)
+	st, err := openStore(ctx, g.cfg, g.createStore)
 	if err != nil {
 		return nil, exitcode.Wrap(exitcode.Usage, err, "check --store (file:///dir, s3://bucket/prefix) and the S3 flags")
 	}
@@ -84,7 +86,7 @@ func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
 	if g.cfg.Stats && g.counter != nil {
-		fmt.Fprintf(stderr, "requests: %s\n", g.counter.String())
+		fmt.Fprintf(stderr, "requests: %s\n", g.counter.Counts())
 	}
 	if err == nil {
 		return int(exitcode.OK)

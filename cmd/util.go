@@ -19,13 +19,15 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// openStore opens the configured store with retry and rate limiting.
-func openStore(ctx context.Context, cfg Config) (store.Store, error) {
+// openStore opens the configured store with retry and rate limiting;
+// create makes a missing file:// root (demo, import).
+func openStore(ctx context.Context, cfg Config, create bool) (store.Store, error) {
 	st, err := store.Open(ctx, cfg.Store, store.OpenOptions{
-		Endpoint:  cfg.S3Endpoint,
-		Region:    cfg.S3Region,
-		PathStyle: cfg.S3PathStyle,
-		AllowHTTP: cfg.S3AllowHTTP,
+		S3Endpoint:  cfg.S3Endpoint,
+		S3Region:    cfg.S3Region,
+		S3PathStyle: cfg.S3PathStyle,
+		S3AllowHTTP: cfg.S3AllowHTTP,
+		Create:      create,
 	})
 	if err != nil {
 		return nil, err

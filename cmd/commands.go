@@ -9,5 +9,10 @@ func addCommands(root *cobra.Command, g *globals) {
 		newStatusCmd(g),
 		newReplayCmd(g),
 		newCheckpointCmd(g),
+		newDumpCmd(g),
+		newImportCmd(g),
+		newTrimCmd(g),
+		newDeleteRecordsCmd(g),
+		newRetentionCmd(g),
 	)
 }

@@ -198,9 +198,12 @@ func (b *Binding) Validate() error {
 type Head struct {
 	StreamID string `json:"stream_id"`
 	Epoch    int64  `json:"epoch"`
-	Head     int64  `json:"head"`
-	Trim     int64  `json:"trim"`
-	Version  int64  `json:"version"`
+	// Start is the offset the stream was created at. Objects below the
+	// first retained one but above Start were collected by gc.
+	Start   int64 `json:"start"`
+	Head    int64 `json:"head"`
+	Trim    int64 `json:"trim"`
+	Version int64 `json:"version"`
 }
 
 // Validate checks a head's fields.
@@ -208,8 +211,8 @@ func (h *Head) Validate() error {
 	if err := validateStreamID(h.StreamID); err != nil {
 		return err
 	}
-	if h.Head < 0 || h.Trim < 0 || h.Trim > h.Head {
-		return fmt.Errorf("head %d, trim %d: want 0 <= trim <= head", h.Head, h.Trim)
+	if h.Start < 0 || h.Trim < h.Start || h.Trim > h.Head {
+		return fmt.Errorf("start %d, trim %d, head %d: want 0 <= start <= trim <= head", h.Start, h.Trim, h.Head)
 	}
 	if h.Version < 1 || h.Epoch < 0 {
 		return fmt.Errorf("version %d, epoch %d: want version >= 1, epoch >= 0", h.Version, h.Epoch)

@@ -34,6 +34,11 @@ func Build(ctx context.Context, st store.Store, b *layout.Binding) (*Result, *nk
 	if err != nil {
 		return nil, nil, nil, "", err
 	}
+	return BuildFrom(ctx, st, b, res)
+}
+
+// BuildFrom encodes the checkpoint of an existing replay result.
+func BuildFrom(ctx context.Context, st store.Store, b *layout.Binding, res *Result) (*Result, *nkc1.Checkpoint, []byte, string, error) {
 	cp, err := checkpointOf(ctx, st, b, res)
 	if err != nil {
 		return nil, nil, nil, "", err
@@ -86,7 +91,17 @@ func checkpointOf(ctx context.Context, st store.Store, b *layout.Binding, res *R
 // anchor, same state digest) it writes no object and only makes sure the
 // binding refers to that checkpoint. dryRun writes nothing.
 func Create(ctx context.Context, st store.Store, b *layout.Binding, bindingETag string, dryRun bool) (*CreateResult, error) {
-	res, _, data, root, err := Build(ctx, st, b)
+	res, err := Replay(ctx, st, b, Options{})
+	if err != nil {
+		return nil, err
+	}
+	return CreateFrom(ctx, st, b, bindingETag, res, dryRun)
+}
+
+// CreateFrom is Create with the replay already done (res must be a replay
+// of b at the current head).
+func CreateFrom(ctx context.Context, st store.Store, b *layout.Binding, bindingETag string, res *Result, dryRun bool) (*CreateResult, error) {
+	_, _, data, root, err := BuildFrom(ctx, st, b, res)
 	if err != nil {
 		return nil, err
 	}

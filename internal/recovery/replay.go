@@ -36,6 +36,7 @@ const (
 	ReasonObject         = "object check failed"
 	ReasonBinding        = "binding reference mismatch"
 	ReasonNewerChosen    = "a newer checkpoint was chosen"
+	ReasonOlderChosen    = "an older checkpoint is the retention floor"
 )
 
 // Candidate is a checkpoint replay considered.
@@ -44,7 +45,8 @@ type Candidate struct {
 	Anchor   int64     `json:"anchor"`
 	Size     int64     `json:"size"`
 	Modified time.Time `json:"modified"`
-	Status   string    `json:"status"` // chosen, skipped, not-needed
+	SHA256   string    `json:"sha256,omitempty"` // of the chosen one
+	Status   string    `json:"status"`           // chosen, skipped, not-needed
 	Reason   string    `json:"reason,omitempty"`
 	Detail   string    `json:"detail,omitempty"`
 }
@@ -68,6 +70,9 @@ type Result struct {
 	State      *state.Partition
 	Digest     string
 	Full       bool
+	// Floor: a full replay that started from the oldest valid checkpoint
+	// because gc collected the objects below it.
+	Floor bool
 	// Sources maps every sealed segment's COMMITTED generation still in the
 	// state to its manifest digest (the checkpoint's coverage section).
 	Sources map[int64]string
@@ -99,25 +104,44 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 	var part *state.Partition
 	var lastGen int64 = -1
 	res.Sources = map[int64]string{}
+	hydrate := func(cands []Candidate, chosen int, cp *nkc1.Checkpoint) {
+		res.Candidates = cands
+		if chosen < 0 {
+			return
+		}
+		c := cands[chosen]
+		res.Chosen = &c
+		part = cp.State
+		_, lastGen = part.SealedEnd()
+		lastGen = max(lastGen, maxSourceGen(cp.Coverage.Sources))
+		for _, s := range cp.Coverage.Sources {
+			res.Sources[s.Gen] = s.ManifestSHA256
+		}
+	}
+	first := stream.FirstOffset(objs, h.Head)
+	collected := first > h.Start
 	if !opt.Full {
-		cands, chosen, cp, err := choose(ctx, st, b, h, objs)
+		cands, chosen, cp, err := choose(ctx, st, b, h, objs, true)
 		if err != nil {
 			return nil, err
 		}
-		res.Candidates = cands
-		if chosen >= 0 {
-			c := cands[chosen]
-			res.Chosen = &c
-			part = cp.State
-			_, lastGen = part.SealedEnd()
-			lastGen = max(lastGen, maxSourceGen(cp.Coverage.Sources))
-			for _, s := range cp.Coverage.Sources {
-				res.Sources[s.Gen] = s.ManifestSHA256
-			}
+		hydrate(cands, chosen, cp)
+	} else if collected {
+		// gc collected the objects below the first retained one: what
+		// they held lives on only in checkpoints, as a broker keeps it in
+		// producer snapshots. A full replay starts from the oldest valid
+		// checkpoint, the retention floor.
+		cands, chosen, cp, err := choose(ctx, st, b, h, objs, false)
+		if err != nil {
+			return nil, err
 		}
+		hydrate(cands, chosen, cp)
+		res.Floor = res.Chosen != nil
 	}
 	if part == nil {
-		first := stream.FirstOffset(objs, h.Head)
+		if collected {
+			return nil, fmt.Errorf("replay %s: %w: objects below offset %d were collected (the stream started at %d) and no valid checkpoint covers them", b.Name(), stream.ErrMissing, first, h.Start)
+		}
 		if first > h.Trim {
 			return nil, fmt.Errorf("replay %s: %w: the stream's objects start at %d, above the durable trim %d", b.Name(), stream.ErrMissing, first, h.Trim)
 		}
@@ -153,9 +177,10 @@ func maxSourceGen(srcs []layout.SourceRef) int64 {
 	return m
 }
 
-// choose lists checkpoints newest first and returns the first that passes
-// every check; the others are reported with their reason.
-func choose(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Head, objs []layout.StreamObject) ([]Candidate, int, *nkc1.Checkpoint, error) {
+// choose lists checkpoints newest first (oldest first for the retention
+// floor) and returns the first that passes every check; the others are
+// reported with their reason.
+func choose(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Head, objs []layout.StreamObject, newestFirst bool) ([]Candidate, int, *nkc1.Checkpoint, error) {
 	infos, err := st.List(ctx, layout.CheckpointsPrefix(b.StreamID))
 	if err != nil {
 		return nil, -1, nil, fmt.Errorf("replay %s: list checkpoints: %w", b.Name(), err)
@@ -174,7 +199,7 @@ func choose(ctx context.Context, st store.Store, b *layout.Binding, h *layout.He
 	}
 	sort.SliceStable(es, func(i, j int) bool {
 		if es[i].anchor != es[j].anchor {
-			return es[i].anchor > es[j].anchor
+			return (es[i].anchor > es[j].anchor) == newestFirst
 		}
 		return es[i].info.Key > es[j].info.Key
 	})
@@ -185,6 +210,9 @@ func choose(ctx context.Context, st store.Store, b *layout.Binding, h *layout.He
 		cands[i] = Candidate{Key: e.info.Key, Anchor: e.anchor, Size: e.info.Size, Modified: e.info.Modified}
 		if chosen >= 0 {
 			cands[i].Status, cands[i].Reason = "not-needed", ReasonNewerChosen
+			if !newestFirst {
+				cands[i].Reason = ReasonOlderChosen
+			}
 			continue
 		}
 		c, reason, detail := Check(ctx, st, b, h, objs, e.info)
@@ -193,14 +221,15 @@ func choose(ctx context.Context, st store.Store, b *layout.Binding, h *layout.He
 			continue
 		}
 		cands[i].Status = "chosen"
-		chosen, cp = i, c
+		cands[i].SHA256 = c.SHA256
+		chosen, cp = i, c.Checkpoint
 	}
 	return cands, chosen, cp, nil
 }
 
 // Check runs the checks of DESIGN §6 steps 2-3 on one checkpoint object and
 // returns the decoded checkpoint, or the reason it cannot be used.
-func Check(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Head, objs []layout.StreamObject, info store.ObjectInfo) (*nkc1.Checkpoint, string, string) {
+func Check(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Head, objs []layout.StreamObject, info store.ObjectInfo) (*Checked, string, string) {
 	anchor, _, err := layout.ParseCheckpointKey(info.Key)
 	if err != nil {
 		return nil, ReasonCorrupt, err.Error()
@@ -232,7 +261,13 @@ func Check(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Hea
 	if reason, detail := checkAnchorObject(ctx, st, a, objs, h); reason != "" {
 		return nil, reason, detail
 	}
-	return cp, "", ""
+	return &Checked{Checkpoint: cp, SHA256: store.SHA256Of(data)}, "", ""
+}
+
+// Checked is a checkpoint that passed every check, with its object digest.
+type Checked struct {
+	*nkc1.Checkpoint
+	SHA256 string
 }
 
 // checkAnchorObject compares the digest of the object ending at the anchor

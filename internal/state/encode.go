@@ -173,11 +173,13 @@ func DecodeOngoing(b []byte) (map[int64]Txn, error) {
 	d := &dec{b: b, what: "transactions"}
 	n := d.count(txnSize)
 	out := make(map[int64]Txn, n)
+	prev := int64(0)
 	for i := 0; i < n && d.err == nil; i++ {
 		t := Txn{ProducerID: d.i64(), FirstOffset: d.i64()}
-		if _, dup := out[t.FirstOffset]; dup {
-			d.fail("two transactions at offset %d", t.FirstOffset)
+		if i > 0 && t.FirstOffset <= prev {
+			d.fail("first offsets not strictly ascending at %d", t.FirstOffset)
 		}
+		prev = t.FirstOffset
 		out[t.FirstOffset] = t
 	}
 	return out, d.done()
@@ -202,7 +204,11 @@ func DecodeAborted(b []byte) ([]AbortedTxn, error) {
 	n := d.count(abortedSize)
 	out := make([]AbortedTxn, 0, n)
 	for i := 0; i < n && d.err == nil; i++ {
-		out = append(out, AbortedTxn{ProducerID: d.i64(), FirstOffset: d.i64(), LastOffset: d.i64(), LastStableOffset: d.i64()})
+		a := AbortedTxn{ProducerID: d.i64(), FirstOffset: d.i64(), LastOffset: d.i64(), LastStableOffset: d.i64()}
+		if a.LastOffset < a.FirstOffset || (i > 0 && a.LastOffset <= out[i-1].LastOffset) {
+			d.fail("aborted ranges not in marker order at %d", a.LastOffset)
+		}
+		out = append(out, a)
 	}
 	return out, d.done()
 }
@@ -258,6 +264,9 @@ func DecodeSegments(b []byte) ([]Segment, error) {
 		s := Segment{Base: d.i64(), End: d.i64(), Bytes: d.i64(), MaxTimestamp: d.i64(), OffsetOfMax: d.i64(), Gen: d.i64(), LastIndexPos: d.i64()}
 		if s.Open() && i != n-1 {
 			d.fail("open segment at %d is not the last", s.Base)
+		}
+		if (!s.Open() && s.End < s.Base) || (i > 0 && s.Base < out[i-1].End) {
+			d.fail("segment at %d is reversed or overlaps the previous one", s.Base)
 		}
 		out = append(out, s)
 	}
@@ -337,6 +346,9 @@ func DecodeBounds(b []byte) (logStart, next int64, err error) {
 // Assemble builds a Partition from decoded parts and checks that the parts
 // agree with each other (every ongoing transaction belongs to its producer).
 func Assemble(logStart, next int64, producers map[int64]*Producer, ongoing map[int64]Txn, aborted []AbortedTxn, epochs []EpochEntry, segs []Segment) (*Partition, error) {
+	if logStart < 0 || next < logStart {
+		return nil, fmt.Errorf("%w: log start %d, next offset %d", ErrMalformed, logStart, next)
+	}
 	for off, t := range ongoing {
 		pr := producers[t.ProducerID]
 		if pr == nil || pr.TxnFirstOffset != off || t.FirstOffset != off {

@@ -48,7 +48,7 @@ type Writer struct {
 
 // CreateStream writes a new head (IfAbsent) for sid starting at start.
 func CreateStream(ctx context.Context, st store.Store, sid string, start int64) error {
-	h := layout.Head{StreamID: sid, Epoch: 1, Head: start, Trim: start, Version: 1}
+	h := layout.Head{StreamID: sid, Epoch: 1, Start: start, Head: start, Trim: start, Version: 1}
 	if err := h.Validate(); err != nil {
 		return err
 	}

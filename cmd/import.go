@@ -1,0 +1,228 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/importer"
+	"github.com/nereusctl/nereusctl/internal/kafka"
+	"github.com/nereusctl/nereusctl/internal/store"
+)
+
+func newImportCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "import",
+		Short: "Bring data from elsewhere into the store",
+		Long: `Bring data written by something else into the store as new streams and
+bindings. Existing bindings are never touched.` + exitStatusHelp(),
+		Example: `  nereusctl import kafka-log /var/lib/kafka/data/orders-0`,
+	}
+	c.AddCommand(newImportKafkaLogCmd(g))
+	return c
+}
+
+type importOptions struct {
+	importer.Options
+	partition int64
+}
+
+func (o *importOptions) addFlags(c *cobra.Command) {
+	f := c.Flags()
+	f.StringVar(&o.Topic, "topic", "", "topic name (default: from the directory name TOPIC-PARTITION); needs --partition")
+	f.Int64Var(&o.partition, "partition", -1, "partition number; needs --topic")
+	f.StringVar(&o.CleanupPolicy, "cleanup-policy", "", "the binding's cleanup.policy: delete, compact or compact,delete (default: compact for __consumer_offsets and __transaction_state, else delete)")
+	f.Int64Var(&o.SegmentBytes, "segment-bytes", 0, "the binding's segment.bytes (default: Kafka's: 100 MiB for the internal topics, else 1 GiB)")
+	f.BoolVar(&o.DryRun, "dry-run", false, "read, recover and report, but write nothing")
+	f.Int64Var(&o.MaxSegmentBytes, "max-segment-bytes", importer.DefaultMaxSegmentBytes, "refuse a .log file larger than this")
+}
+
+func (o *importOptions) validate(c *cobra.Command) error {
+	topicSet, partSet := c.Flags().Changed("topic"), c.Flags().Changed("partition")
+	if topicSet != partSet {
+		return exitcode.UsageErr(errors.New("--topic and --partition go together"))
+	}
+	if partSet {
+		if o.partition < 0 || o.partition > 1<<31-1 {
+			return exitcode.UsageErr(fmt.Errorf("--partition %d: want 0..2147483647", o.partition))
+		}
+		if err := kafka.ValidateTopic(o.Topic); err != nil {
+			return exitcode.UsageErr(fmt.Errorf("--topic: %w", err))
+		}
+		o.Partition = int32(o.partition)
+	}
+	if o.SegmentBytes < 0 {
+		return exitcode.UsageErr(fmt.Errorf("--segment-bytes %d: want > 0", o.SegmentBytes))
+	}
+	if o.MaxSegmentBytes <= 0 {
+		return exitcode.UsageErr(fmt.Errorf("--max-segment-bytes %d: want > 0", o.MaxSegmentBytes))
+	}
+	return nil
+}
+
+func newImportKafkaLogCmd(g *globals) *cobra.Command {
+	o := &importOptions{}
+	c := &cobra.Command{
+		Use:   "kafka-log DIR",
+		Short: "Import a Kafka partition directory into a new stream and binding",
+		Long: `Read a partition directory written by a Kafka broker (NNNNNNNNNNNNNNNNNNNN.log
+segment files) and write it into a NEW stream with a new binding. Topic and
+partition come from the directory name (TOPIC-PARTITION, split at the last
+'-') unless --topic and --partition are given. An existing binding is never
+touched: the import refuses and says which stream it points to.
+
+The directory is untrusted: symlinks and non-regular files are refused, and
+every file is read with a size cap. Recovery follows Kafka's log loader: in
+the LAST segment, a batch whose header claims more bytes than the file
+holds (a torn write) is dropped with everything after it, and a zero-filled
+preallocated tail (log.preallocate=true) ends the log; the bytes dropped are
+reported per file. A torn or zero tail in an earlier segment, a CRC mismatch
+anywhere, offsets going back or overlapping segments stop the import with
+exit 3, naming the file and the byte position. Offset gaps, normal after
+compaction, are reported.
+
+Each segment file becomes one sealed COMMITTED generation of objects of
+about 1 MiB; the last one stays the open segment. The stream starts at the
+first segment's base offset. When the log directory above DIR has a
+log-start-offset-checkpoint whose entry for the partition is above that,
+it becomes the stream head's trim (a guarded CAS of head.json, read back)
+and the binding's observed_log_start. The stream id derives from the
+topic, partition and the SHA-256 of the imported bytes, so rerunning an
+interrupted import resumes it. A full replay of the written stream must
+reproduce the state derived from the files before the binding is created.
+The partition's leader-epoch-checkpoint is compared with the replayed
+leader epochs: match, explained (e.g. the first batches of an epoch were
+compacted away) or differ.
+
+The binding's config is Kafka's default for the topic (cleanup.policy
+compact for __consumer_offsets and __transaction_state, else delete) with
+--cleanup-policy and --segment-bytes applied. --dry-run reads, recovers and
+reports everything but writes nothing.` + exitStatusHelp(
+			"1 the binding exists already",
+			"2 the directory, a file in it or its name is refused (symlink, non-regular file, bad name, too large)",
+			"3 a segment file is corrupt (CRC, torn or zero tail in a non-last segment, overlapping offsets)"),
+		Example: `  nereusctl import kafka-log /var/lib/kafka/data/__consumer_offsets-18
+  nereusctl import kafka-log ./backup/orders-0 --dry-run
+  nereusctl import kafka-log ./restore/p0 --topic orders --partition 0 --cleanup-policy compact,delete -o json`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.validate(cmd); err != nil {
+				return err
+			}
+			o.Dir = args[0]
+			return runImport(cmd, g, o)
+		},
+	}
+	o.addFlags(c)
+	return c
+}
+
+func runImport(cmd *cobra.Command, g *globals, o *importOptions) error {
+	ctx := cmd.Context()
+	var st store.Store
+	if o.DryRun {
+		// A dry run checks the binding when the store is there, but never
+		// creates it.
+		s, err := g.store(ctx)
+		if err == nil {
+			st = s
+		}
+	} else {
+		g.createStore = true
+		s, err := g.store(ctx)
+		if err != nil {
+			return err
+		}
+		st = s
+	}
+	res, err := importer.Run(ctx, st, o.Options)
+	if err != nil {
+		return importErr(err)
+	}
+	if g.json() {
+		return writeJSON(g.stdout, struct {
+			SchemaVersion int `json:"schema_version"`
+			*importer.Result
+		}{SchemaVersion, res})
+	}
+	return renderImport(g.stdout, res)
+}
+
+func importErr(err error) error {
+	switch {
+	case errors.Is(err, importer.ErrBindingExists):
+		return exitcode.Wrap(exitcode.Error, err, "the partition is bound already; import into another store (--store) or choose another --topic/--partition")
+	case errors.Is(err, importer.ErrRefused):
+		return exitcode.Wrap(exitcode.Usage, err, "point DIR at the partition directory itself (a real directory of regular files) and check its name")
+	case errors.Is(err, kafka.ErrCRC):
+		return exitcode.Wrap(exitcode.Verify, err, "restore the partition from a replica; if this is the torn tail of a crashed broker, import a copy cut at the named byte")
+	case isCorruption(err):
+		return exitcode.Wrap(exitcode.Verify, err, "the segment files are damaged; restore the partition from a replica")
+	}
+	return err
+}
+
+func renderImport(w io.Writer, r *importer.Result) error {
+	verb := "Imported"
+	if r.DryRun {
+		verb = "Dry run: would import"
+	}
+	fmt.Fprintf(w, "%s %s as %s-%d into stream %s (%s)\n", verb, r.Dir, r.Topic, r.Partition, r.StreamID, r.Binding)
+	fmt.Fprintf(w, "Segments: %d, batches %d, records %d, %d bytes kept, %d dropped\n", len(r.Segments), r.Batches, r.Records, r.Bytes, r.BytesDropped)
+	fmt.Fprintf(w, "Stream: start %d, head %d, log start %d from %s\n", r.Start, r.Head, r.LogStart, r.LogStartSource)
+	fmt.Fprintf(w, "        %d objects, %d sealed generations, the last segment open\n", r.Objects, r.Generations)
+	fmt.Fprintf(w, "Config: cleanup.policy=%s segment.bytes=%d retention.ms=%d\n", r.Config.CleanupPolicy, r.Config.SegmentBytes, r.Config.RetentionMs)
+	if r.GapsTotal == 0 {
+		fmt.Fprintln(w, "Gaps: none")
+	} else {
+		fmt.Fprintf(w, "Gaps: %d, %d offsets without a batch:\n", r.GapsTotal, r.GapOffsets)
+		for _, gp := range r.Gaps {
+			fmt.Fprintf(w, "  [%d, %d) %s %s\n", gp.From, gp.To, gp.Where, gp.File)
+		}
+		if int64(len(r.Gaps)) < r.GapsTotal {
+			fmt.Fprintf(w, "  … %d more\n", r.GapsTotal-int64(len(r.Gaps)))
+		}
+	}
+	e := r.Epochs
+	fmt.Fprintf(w, "Leader epochs: %s (leader-epoch-checkpoint: %s; derived by %s: %s)\n", e.Status, importer.EpochsText(e.Checkpoint), e.Source, importer.EpochsText(e.Derived))
+	for _, n := range e.Notes {
+		fmt.Fprintf(w, "  %s\n", n)
+	}
+	fmt.Fprintf(w, "Imported bytes: sha256 %s\n", r.SHA256)
+	fmt.Fprintf(w, "State digest: %s\n", r.StateDigest)
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "Note: %s\n", n)
+	}
+	fmt.Fprintln(w)
+	rows := make([][]string, 0, len(r.Segments))
+	for _, s := range r.Segments {
+		offs := "-"
+		if s.FirstOffset != nil {
+			offs = fmt.Sprintf("[%d, %d)", *s.FirstOffset, s.NextOffset)
+		}
+		gen := "open"
+		if s.Generation != nil {
+			gen = fmt.Sprint(*s.Generation)
+		} else if s.Objects == 0 {
+			gen = "-"
+		}
+		rows = append(rows, []string{s.File, fmt.Sprint(s.BaseOffset), fmt.Sprint(s.Size), fmt.Sprint(s.Bytes), fmt.Sprint(s.DroppedBytes), fmt.Sprint(s.Batches), fmt.Sprint(s.Records), offs, fmt.Sprint(s.Objects), gen})
+	}
+	if err := writeTable(w, []string{"SEGMENT", "BASE", "SIZE", "KEPT", "DROPPED", "BATCHES", "RECORDS", "OFFSETS", "OBJECTS", "GEN"}, rows); err != nil {
+		return err
+	}
+	var drops []string
+	for _, s := range r.Segments {
+		if s.DroppedBytes > 0 {
+			drops = append(drops, fmt.Sprintf("Dropped %d bytes of %s: %s", s.DroppedBytes, s.File, s.DropReason))
+		}
+	}
+	if len(drops) > 0 {
+		fmt.Fprintf(w, "\n%s\n", strings.Join(drops, "\n"))
+	}
+	return nil
+}

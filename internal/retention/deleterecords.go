@@ -1,0 +1,85 @@
+package retention
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/nereusctl/nereusctl/internal/kafka"
+	"github.com/nereusctl/nereusctl/internal/layout"
+)
+
+// DeleteTarget is one entry of kafka-delete-records' offset JSON.
+type DeleteTarget struct {
+	TP     layout.TopicPartition
+	Offset int64
+}
+
+// MaxOffsetJSONBytes caps the offset JSON file.
+const MaxOffsetJSONBytes = 16 << 20
+
+// ParseOffsetJSON parses kafka-delete-records.sh's input
+// (tools/.../DeleteRecordsCommand.java): {"partitions": [{"topic": "t",
+// "partition": 0, "offset": N}], "version": 1}. Every field is required,
+// unknown versions are refused, and duplicate partitions are an error.
+func ParseOffsetJSON(data []byte) ([]DeleteTarget, error) {
+	var doc struct {
+		Version    *int `json:"version"`
+		Partitions *[]struct {
+			Topic     *string `json:"topic"`
+			Partition *int32  `json:"partition"`
+			Offset    *int64  `json:"offset"`
+		} `json:"partitions"`
+	}
+	// Unknown fields are ignored, as DeleteRecordsCommand does (DRC, T23 in
+	// docs/kafka-retention-rules.md).
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("offset JSON: malformed: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("offset JSON: trailing data after the document")
+	}
+	// "version" is optional and defaults to 1; any other value is refused.
+	if doc.Version != nil && *doc.Version != 1 {
+		return nil, fmt.Errorf(`offset JSON: not supported version field value %d (want 1)`, *doc.Version)
+	}
+	if doc.Partitions == nil {
+		return nil, errors.New(`offset JSON: missing partitions field`)
+	}
+	var out []DeleteTarget
+	seen := map[layout.TopicPartition]int{}
+	var dups []string
+	for i, p := range *doc.Partitions {
+		switch {
+		case p.Topic == nil:
+			return nil, fmt.Errorf(`offset JSON: partitions[%d]: missing "topic"`, i)
+		case p.Partition == nil:
+			return nil, fmt.Errorf(`offset JSON: partitions[%d]: missing "partition"`, i)
+		case p.Offset == nil:
+			return nil, fmt.Errorf(`offset JSON: partitions[%d]: missing "offset"`, i)
+		}
+		if err := kafka.ValidateTopic(*p.Topic); err != nil {
+			return nil, fmt.Errorf("offset JSON: partitions[%d]: %w", i, err)
+		}
+		if *p.Partition < 0 {
+			return nil, fmt.Errorf("offset JSON: partitions[%d]: partition %d is negative", i, *p.Partition)
+		}
+		tp := layout.TopicPartition{Topic: *p.Topic, Partition: *p.Partition}
+		if seen[tp]++; seen[tp] == 2 {
+			dups = append(dups, tp.String())
+		}
+		out = append(out, DeleteTarget{TP: tp, Offset: *p.Offset})
+	}
+	if len(dups) > 0 {
+		sort.Strings(dups)
+		return nil, fmt.Errorf("offset JSON contains duplicate topic partitions: %s", strings.Join(dups, ","))
+	}
+	if len(out) == 0 {
+		return nil, errors.New("offset JSON: no partitions")
+	}
+	return out, nil
+}

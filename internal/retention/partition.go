@@ -1,0 +1,151 @@
+package retention
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/recovery"
+	"github.com/nereusctl/nereusctl/internal/store"
+)
+
+// ErrUnknownPartition is Kafka's UNKNOWN_TOPIC_OR_PARTITION.
+const ErrUnknownPartition = "UNKNOWN_TOPIC_OR_PARTITION"
+
+// Request is what to do to one partition.
+type Request struct {
+	TP layout.TopicPartition
+	// DeleteRecords is a target offset (-1 = HW), nil when none.
+	DeleteRecords *int64
+	// Retention applies retention.ms / retention.bytes as well.
+	Retention bool
+	NowMs     int64
+	DryRun    bool
+	Hooks     Hooks
+}
+
+// Result is the outcome for one partition: the JSON contract of trim,
+// delete-records and retention run (docs/json-output.md).
+type Result struct {
+	Topic           string `json:"topic"`
+	Partition       int32  `json:"partition"`
+	CurrentLogStart int64  `json:"current_log_start"`
+	NewLogStart     int64  `json:"new_log_start"`
+	HW              int64  `json:"hw"`
+	// Error is a Kafka error name (OFFSET_OUT_OF_RANGE, POLICY_VIOLATION,
+	// UNKNOWN_TOPIC_OR_PARTITION) or "ERROR" for a failure of the tool.
+	Error       string      `json:"error"`
+	ErrorDetail string      `json:"error_detail,omitempty"`
+	Plan        *Plan       `json:"plan,omitempty"`
+	Trim        *TrimResult `json:"trim,omitempty"`
+	// Checkpoint is the pre-trim checkpoint written (or, in a dry run,
+	// the one that would be written; "" when an existing one serves).
+	Checkpoint string `json:"checkpoint"`
+	// RequestsEstimate is what a real run costs in store requests.
+	RequestsEstimate int64 `json:"requests_estimate"`
+	// Requests is what this run cost.
+	Requests int64 `json:"requests"`
+	Err      error `json:"-"`
+}
+
+// OK reports a partition that succeeded.
+func (r *Result) OK() bool { return r.Error == "" }
+
+// Trimmed reports a partition whose log start moved (or would move).
+func (r *Result) Trimmed() bool { return r.OK() && r.NewLogStart > r.CurrentLogStart }
+
+// RunPartition plans one partition and, unless DryRun, performs the trim.
+func RunPartition(ctx context.Context, st store.Store, req Request) *Result {
+	counter := store.NewCounter(st)
+	out := &Result{Topic: req.TP.Topic, Partition: req.TP.Partition, Error: ""}
+	defer func() { out.Requests = counter.Total() }()
+	fail := func(err error) *Result {
+		out.Error, out.ErrorDetail, out.Err = "ERROR", err.Error(), err
+		return out
+	}
+	b, etag, err := layout.LoadBinding(ctx, counter, req.TP.Topic, req.TP.Partition)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			out.Error, out.ErrorDetail = ErrUnknownPartition, fmt.Sprintf("no binding %s", req.TP)
+			out.Err = fmt.Errorf("%s: %w", req.TP, err)
+			return out
+		}
+		return fail(err)
+	}
+	res, err := recovery.Replay(ctx, counter, b, recovery.Options{})
+	if err != nil {
+		return fail(err)
+	}
+	replayCost := counter.Total()
+	sealTimes, err := sealTimesOf(ctx, counter, b.StreamID, res, req.Retention)
+	if err != nil {
+		return fail(err)
+	}
+	plan := Compute(Input{
+		Topic: b.Topic, Config: b.Config, LogStart: res.State.LogStart, HW: res.State.HW(),
+		Segments: SegmentsOf(res.State, sealTimes), NowMs: req.NowMs,
+		DeleteRecords: req.DeleteRecords, Retention: req.Retention,
+	})
+	out.Plan = &plan
+	out.CurrentLogStart, out.NewLogStart, out.HW = plan.CurrentLogStart, plan.NewLogStart, plan.HW
+	if plan.Error != "" {
+		out.Error, out.ErrorDetail = plan.Error, plan.ErrorDetail
+		out.Err = fmt.Errorf("%s: %s: %s", req.TP, plan.Error, plan.ErrorDetail)
+		out.NewLogStart = plan.CurrentLogStart
+		return out
+	}
+	if !plan.Changes() {
+		return out
+	}
+	// The estimate: the replay again, the pre-trim checkpoint (anchor
+	// object GET, checkpoint PUT, binding GET+PUT), the head (GET, PUT,
+	// GET to verify) and the binding (GET, PUT).
+	out.RequestsEstimate = replayCost + 4 + 3 + 2
+	if c := res.Chosen; c != nil && c.Anchor >= plan.NewLogStart {
+		out.RequestsEstimate -= 4
+	}
+	if req.DryRun {
+		if c := res.Chosen; c == nil || c.Anchor < plan.NewLogStart {
+			_, _, data, root, err := recovery.BuildFrom(ctx, counter, b, res)
+			if err != nil {
+				return fail(err)
+			}
+			out.Checkpoint = fmt.Sprintf("%s (%d bytes)", layout.CheckpointKey(b.StreamID, res.Head.Head, root), len(data))
+		} else {
+			out.Checkpoint = c.Key + " (existing)"
+		}
+		return out
+	}
+	tr, err := Trim(ctx, counter, b, etag, plan.NewLogStart, res, req.Hooks)
+	out.Trim = tr
+	if tr != nil {
+		out.Checkpoint = tr.Checkpoint
+	}
+	if err != nil {
+		return fail(err)
+	}
+	return out
+}
+
+// sealTimesOf maps the generation of each sealed segment without record
+// timestamps to its seal time (Kafka falls back to the segment file's
+// modification time). Only retention.ms needs it, and only such segments
+// cost a manifest GET.
+func sealTimesOf(ctx context.Context, st store.Store, sid string, res *recovery.Result, need bool) (map[int64]int64, error) {
+	out := map[int64]int64{}
+	if !need {
+		return out, nil
+	}
+	for _, s := range res.State.Segments {
+		if s.MaxTimestamp >= 0 || s.Gen < 0 {
+			continue
+		}
+		g, _, err := layout.LoadGeneration(ctx, st, sid, s.Gen)
+		if err != nil {
+			return nil, err
+		}
+		out[s.Gen] = g.CreatedMs
+	}
+	return out, nil
+}

@@ -1,0 +1,211 @@
+// Package retention owns DeleteRecords trims and time/size retention: the
+// planner that reproduces Kafka's own rules (the "stock retention oracle",
+// docs/kafka-retention-rules.md), the durable trim sequence of DESIGN §7,
+// the retention run (lease, local progress, resume, metrics) and physical
+// garbage collection.
+//
+// The planner is pure. The executor's only mutations are a pre-trim
+// checkpoint (through package recovery), one CAS of the stream head's trim,
+// and one CAS of the binding; each step is idempotent on retry.
+package retention
+
+import (
+	"fmt"
+
+	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/state"
+)
+
+// Kafka error names a plan can carry (Errors.java).
+const (
+	ErrOffsetOutOfRange = "OFFSET_OUT_OF_RANGE"
+	ErrPolicyViolation  = "POLICY_VIOLATION"
+	ErrInvalidTopic     = "INVALID_TOPIC_EXCEPTION"
+)
+
+// internalTopics refuse DeleteRecords (ReplicaManager.deleteRecords, R-rules
+// in docs/kafka-retention-rules.md §9).
+var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true, "__share_group_state": true}
+
+// Rules, in the order Kafka's deleteOldSegments runs them.
+const (
+	RuleDeleteRecords  = "delete-records"
+	RuleLogStartBreach = "log-start"
+	RuleRetentionBytes = "retention.bytes"
+	RuleRetentionMs    = "retention.ms"
+)
+
+// Segment is a virtual segment as the planner sees it.
+type Segment struct {
+	Base         int64 `json:"base"`
+	End          int64 `json:"end"` // upper bound: next base, or the head for the open one
+	Bytes        int64 `json:"bytes"`
+	MaxTimestamp int64 `json:"max_timestamp"` // largest record timestamp, or the seal time when none
+	Open         bool  `json:"open"`
+	Gen          int64 `json:"gen"`
+}
+
+// Input is everything a plan depends on.
+type Input struct {
+	Topic    string
+	Config   layout.TopicConfig
+	LogStart int64
+	HW       int64
+	Segments []Segment // live segments, oldest first; the last may be open
+	NowMs    int64
+	// DeleteRecords is a requested target (-1 = HW), nil when none.
+	DeleteRecords *int64
+	// Retention applies time and size retention (the retention run); a
+	// plain trim only applies DeleteRecords.
+	Retention bool
+}
+
+// Candidate is one rule's proposed log start.
+type Candidate struct {
+	Rule     string `json:"rule"`
+	Offset   int64  `json:"offset"`   // the log start after this rule, or -1 when the rule does not apply
+	Segments int    `json:"segments"` // whole segments the rule deletes
+	Bytes    int64  `json:"bytes"`
+	Detail   string `json:"detail,omitempty"`
+}
+
+// Plan is the outcome for one partition.
+type Plan struct {
+	CurrentLogStart int64       `json:"current_log_start"`
+	HW              int64       `json:"hw"`
+	Candidates      []Candidate `json:"candidates"`
+	NewLogStart     int64       `json:"new_log_start"`
+	// Error is a Kafka error name for a refused DeleteRecords request.
+	Error       string    `json:"error,omitempty"`
+	ErrorDetail string    `json:"error_detail,omitempty"`
+	Garbage     []Segment `json:"garbage_segments"`
+	GarbageSize int64     `json:"garbage_bytes"`
+}
+
+// Changes reports whether the plan moves the log start.
+func (p *Plan) Changes() bool { return p.Error == "" && p.NewLogStart > p.CurrentLogStart }
+
+// SegmentsOf turns replayed state into planner segments: the sealed ones
+// with their generation, the open one bounded by the head.
+func SegmentsOf(p *state.Partition, sealTimes map[int64]int64) []Segment {
+	out := make([]Segment, 0, len(p.Segments))
+	for i, s := range p.Segments {
+		end := s.End
+		if s.Open() {
+			end = p.NextOffset
+		}
+		if i+1 < len(p.Segments) {
+			end = p.Segments[i+1].Base
+		}
+		ts := s.MaxTimestamp
+		if ts < 0 {
+			// LogSegment.largestTimestamp falls back to the file's
+			// modification time (R6): a sealed segment's analogue is its
+			// generation's seal time; the open segment was appended to
+			// last at an unknown time, so it never expires by time.
+			if t, ok := sealTimes[s.Gen]; ok && !s.Open() {
+				ts = t
+			} else {
+				ts = 1<<63 - 1
+			}
+		}
+		out = append(out, Segment{Base: s.Base, End: end, Bytes: s.Bytes, MaxTimestamp: ts, Open: s.Open(), Gen: s.Gen})
+	}
+	return out
+}
+
+// Compute plans one partition. The new log start is
+// max(current, DeleteRecords target, retention boundary) (DESIGN §7).
+func Compute(in Input) Plan {
+	p := Plan{CurrentLogStart: in.LogStart, HW: in.HW, NewLogStart: in.LogStart, Candidates: []Candidate{}, Garbage: []Segment{}}
+	hasDelete := in.Config.HasPolicy("delete")
+
+	// DeleteRecords (Partition.deleteRecordsOnLeader): needs "delete" in
+	// cleanup.policy; -1 means the HW; < 0 or > HW is out of range; any
+	// offset, not only a segment boundary; never lowers the log start.
+	if in.DeleteRecords != nil {
+		t := *in.DeleteRecords
+		switch {
+		case internalTopics[in.Topic]:
+			p.Error = ErrInvalidTopic
+			p.ErrorDetail = fmt.Sprintf("records of the internal topic %s cannot be deleted", in.Topic)
+			return p
+		case !hasDelete:
+			p.Error = ErrPolicyViolation
+			p.ErrorDetail = fmt.Sprintf("cleanup.policy is %q: records can be deleted only when it contains delete", in.Config.CleanupPolicy)
+			return p
+		case t == -1:
+			t = in.HW
+		case t < 0 || t > in.HW:
+			p.Error = ErrOffsetOutOfRange
+			p.ErrorDetail = fmt.Sprintf("offset %d is not in [0, HW %d] (or -1 for the HW)", t, in.HW)
+			return p
+		}
+		c := Candidate{Rule: RuleDeleteRecords, Offset: max(t, in.LogStart)}
+		p.Candidates = append(p.Candidates, c)
+		p.NewLogStart = max(p.NewLogStart, c.Offset)
+	}
+
+	// Retention (UnifiedLog.deleteOldSegments): the log-start breach pass
+	// always; size and time passes only when cleanup.policy has delete.
+	// Each pass walks the surviving segments oldest first and stops at the
+	// first segment that fails; a segment is eligible only if HW >= its
+	// upper bound.
+	segs := in.Segments
+	logStart := p.NewLogStart
+	deleteWhile := func(rule string, pred func(i int, s Segment, rest []Segment) bool) {
+		n, bytes := 0, int64(0)
+		for i, s := range segs {
+			lastAndEmpty := i == len(segs)-1 && s.Bytes == 0
+			if in.HW < s.End || lastAndEmpty || !pred(i, s, segs) {
+				break
+			}
+			n++
+			bytes += s.Bytes
+		}
+		c := Candidate{Rule: rule, Offset: -1, Segments: n, Bytes: bytes}
+		if n > 0 {
+			deleted := segs[:n]
+			segs = segs[n:]
+			// deleteSegments: the log start moves to the base of the
+			// first surviving segment (after rolling the active one
+			// when every segment goes, which leaves it at the head).
+			next := in.HW
+			if len(segs) > 0 {
+				next = segs[0].Base
+			}
+			logStart = max(logStart, next)
+			c.Offset = logStart
+			p.Garbage = append(p.Garbage, deleted...)
+			p.GarbageSize += bytes
+		}
+		p.Candidates = append(p.Candidates, c)
+	}
+	deleteWhile(RuleLogStartBreach, func(i int, s Segment, rest []Segment) bool {
+		// A segment goes when the next segment's base <= the log start.
+		return i+1 < len(rest) && rest[i+1].Base <= logStart
+	})
+	if in.Retention && hasDelete {
+		if in.Config.RetentionBytes >= 0 {
+			var size int64
+			for _, s := range segs {
+				size += s.Bytes
+			}
+			diff := size - in.Config.RetentionBytes
+			deleteWhile(RuleRetentionBytes, func(i int, s Segment, rest []Segment) bool {
+				if diff-s.Bytes >= 0 {
+					diff -= s.Bytes
+					return true
+				}
+				return false
+			})
+		}
+		if in.Config.RetentionMs >= 0 {
+			deleteWhile(RuleRetentionMs, func(i int, s Segment, rest []Segment) bool {
+				return in.NowMs-s.MaxTimestamp > in.Config.RetentionMs
+			})
+		}
+	}
+	p.NewLogStart = max(p.NewLogStart, logStart)
+	return p
+}

@@ -1,0 +1,180 @@
+package retention
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/recovery"
+	"github.com/nereusctl/nereusctl/internal/store"
+)
+
+// Steps of the durable trim sequence (DESIGN §7), named for hooks, logs and
+// the crash harness.
+const (
+	StepCheckpoint = "checkpoint" // the pre-trim checkpoint is durable
+	StepHead       = "head"       // the head's trim was CASed
+	StepVerify     = "verify"     // the trim was read back
+	StepBinding    = "binding"    // the binding's observed_log_start was CASed
+)
+
+// Hooks lets tests and the crash harness act between steps.
+type Hooks struct {
+	// After is called after each step completes; an error stops the
+	// sequence there (as a crash would).
+	After func(step string) error
+}
+
+func (h Hooks) after(step string) error {
+	if h.After == nil {
+		return nil
+	}
+	return h.After(step)
+}
+
+// maxCASAttempts bounds re-reads after a lost precondition (a broker
+// appending concurrently moves the head version).
+const maxCASAttempts = 8
+
+// TrimResult says what a trim did.
+type TrimResult struct {
+	CurrentLogStart int64  `json:"current_log_start"`
+	NewLogStart     int64  `json:"new_log_start"`
+	Checkpoint      string `json:"checkpoint,omitempty"`
+	// CheckpointPublished: a new pre-trim checkpoint object was written
+	// (false when an existing one anchored at or above the target served).
+	CheckpointPublished bool `json:"checkpoint_published"`
+	HeadMutated         bool `json:"head_mutated"`
+	BindingMutated      bool `json:"binding_mutated"`
+	// AlreadyDone: the head's trim was already at or above the target; only
+	// the binding was brought up to date if it lagged.
+	AlreadyDone bool `json:"already_done"`
+}
+
+// Trim runs the durable sequence for one partition and target:
+// pre-trim NKC1 checkpoint → CAS the head's trim → read back and verify →
+// CAS the binding's observed_log_start and checkpoint_ref. Physical GC is
+// left to gc. Rerunning with the same target after a lost response or a
+// crash at any step finishes the sequence with no second checkpoint and no
+// second head mutation. res may carry a replay of b at the current head
+// (to save one); target must already be planned (0 <= target <= HW).
+func Trim(ctx context.Context, st store.Store, b *layout.Binding, bindingETag string, target int64, res *recovery.Result, hooks Hooks) (*TrimResult, error) {
+	name := b.Name()
+	h, _, err := layout.LoadHead(ctx, st, b.StreamID)
+	if err != nil {
+		return nil, fmt.Errorf("trim %s: read head: %w", name, err)
+	}
+	out := &TrimResult{CurrentLogStart: h.Trim, NewLogStart: max(h.Trim, target)}
+	if h.Trim >= target {
+		// The head already carries the trim: a retry after the head CAS.
+		out.AlreadyDone = true
+		out.CurrentLogStart = b.ObservedLogStart
+		return out, finishBinding(ctx, st, b, h.Trim, nil, out)
+	}
+	if target > h.Head {
+		return nil, fmt.Errorf("trim %s to %d: %s: the head is %d", name, target, ErrOffsetOutOfRange, h.Head)
+	}
+
+	// 1. The pre-trim checkpoint: the state below the new trim survives in
+	// it after gc. An existing valid checkpoint anchored at or above the
+	// target already holds that state: no second checkpoint on a retry.
+	if res == nil || res.Head.Head != h.Head {
+		if res, err = recovery.Replay(ctx, st, b, recovery.Options{}); err != nil {
+			return nil, fmt.Errorf("trim %s: pre-trim replay: %w", name, err)
+		}
+	}
+	var ref *layout.CheckpointRef
+	if c := res.Chosen; c != nil && c.Anchor >= target {
+		ref = &layout.CheckpointRef{Key: c.Key, SHA256: c.SHA256, Anchor: c.Anchor}
+	} else {
+		cr, err := recovery.CreateFrom(ctx, st, b, bindingETag, res, false)
+		if err != nil {
+			return nil, fmt.Errorf("trim %s: pre-trim checkpoint: %w", name, err)
+		}
+		ref = &layout.CheckpointRef{Key: cr.Key, SHA256: cr.SHA256, Anchor: cr.Anchor}
+		out.CheckpointPublished = cr.Published
+	}
+	out.Checkpoint = ref.Key
+	if err := hooks.after(StepCheckpoint); err != nil {
+		return out, err
+	}
+
+	// 2. CAS the stream head's trim.
+	for attempt := 0; ; attempt++ {
+		cur, etag, err := layout.LoadHead(ctx, st, b.StreamID)
+		if err != nil {
+			return out, fmt.Errorf("trim %s: read head: %w", name, err)
+		}
+		if cur.Trim >= target {
+			break // our earlier write landed, its response was lost
+		}
+		nh := *cur
+		nh.Trim = target
+		nh.Version++
+		_, err = layout.Replace(ctx, st, layout.HeadKey(b.StreamID), &nh, etag)
+		if err == nil {
+			out.HeadMutated = true
+			break
+		}
+		if !errors.Is(err, store.ErrPreconditionFailed) || attempt+1 >= maxCASAttempts {
+			return out, fmt.Errorf("trim %s: CAS head trim to %d: %w", name, target, err)
+		}
+	}
+	if err := hooks.after(StepHead); err != nil {
+		return out, err
+	}
+
+	// 3. Read back and verify the durable trim.
+	cur, _, err := layout.LoadHead(ctx, st, b.StreamID)
+	if err != nil {
+		return out, fmt.Errorf("trim %s: verify: read head: %w", name, err)
+	}
+	if cur.Trim < target {
+		return out, fmt.Errorf("trim %s: verify: the head's trim is %d after writing %d", name, cur.Trim, target)
+	}
+	if err := hooks.after(StepVerify); err != nil {
+		return out, err
+	}
+
+	// 4. The binding's observed log start and checkpoint reference.
+	if err := finishBinding(ctx, st, b, cur.Trim, ref, out); err != nil {
+		return out, err
+	}
+	return out, hooks.after(StepBinding)
+}
+
+// finishBinding CASes observed_log_start up to trim and checkpoint_ref to
+// ref when it is newer, re-reading the binding after a lost precondition.
+func finishBinding(ctx context.Context, st store.Store, b *layout.Binding, trim int64, ref *layout.CheckpointRef, out *TrimResult) error {
+	for attempt := 0; ; attempt++ {
+		cur, etag, err := layout.LoadBinding(ctx, st, b.Topic, b.Partition)
+		if err != nil {
+			return fmt.Errorf("trim %s: read binding: %w", b.Name(), err)
+		}
+		nb := *cur
+		changed := false
+		if nb.ObservedLogStart < trim {
+			nb.ObservedLogStart = trim
+			changed = true
+		}
+		if ref != nil && (nb.CheckpointRef == nil || nb.CheckpointRef.Anchor < ref.Anchor) {
+			nb.CheckpointRef = ref
+			changed = true
+		}
+		if !changed {
+			*b = *cur
+			return nil
+		}
+		nb.Version++
+		_, err = layout.Replace(ctx, st, layout.BindingKey(b.Topic, b.Partition), &nb, etag)
+		if err == nil {
+			*b = nb
+			out.BindingMutated = true
+			return nil
+		}
+		if !errors.Is(err, store.ErrPreconditionFailed) || attempt+1 >= maxCASAttempts {
+			return fmt.Errorf("trim %s: CAS binding observed_log_start to %d: %w", b.Name(), trim, err)
+		}
+	}
+}

@@ -6,6 +6,16 @@
 // The store never interprets object contents. It must never let a key read
 // from a document reach outside the store root, and it must never log or
 // return credentials.
+//
+// Open parses a store URL into a backend (NewFile, NewS3, NewMem). The
+// decorators stack over any Store; the order that makes each do its job is
+//
+//	counter := NewCounter(backend)          // counts every attempt sent
+//	limited := WithRateLimit(counter, rps)  // each attempt waits its turn
+//	s := WithRetry(limited, DefaultRetryPolicy())
+//
+// and NewFaulty goes directly over the backend in tests. CloseStore closes
+// a backend through its decorators (each has Unwrap).
 package store
 
 import (

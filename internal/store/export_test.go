@@ -1,0 +1,19 @@
+package store
+
+import (
+	"path/filepath"
+	"time"
+)
+
+// Test hooks for the external test package.
+
+// SetLockStale changes the stale age of f's lock files.
+func SetLockStale(f *File, d time.Duration) { f.stale = d }
+
+// LockPath is the absolute path of key's lock file in f.
+func LockPath(f *File, key string) string {
+	return filepath.Join(f.dir, filepath.FromSlash(lockName(key)))
+}
+
+// LockOwner is this process's lock owner identity.
+func LockOwner() string { return lockOwner() }

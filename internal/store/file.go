@@ -1,0 +1,629 @@
+package store
+
+import (
+	"context"
+	"crypto/md5"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// File is the file:// backend: one regular file per object under a root
+// directory, the key's "/" segments being directories.
+//
+// # Writes
+//
+// Every Put writes a temp file (".nereus-tmp-…") in the object's own
+// folder, fsyncs it, then moves it into place with link(2) (IfAbsent) or
+// rename(2) (None, IfMatch), and fsyncs the folder (and, when it created
+// them, the new parent folders). A reader sees the old object or the new one,
+// never a torn one; a crash leaves at worst a stray temp file, which List
+// never shows.
+//
+// # Guards across processes
+//
+// Every mutation of a key (Put of any guard, Delete) holds that key's lock
+// file, ".nereus-locks/<sha256(key)[:32]>.lock", created with O_CREAT|O_EXCL
+// (atomic on local filesystems and NFSv3+), for its check and its commit.
+// Under the lock:
+//
+//   - IfAbsent commits with link(2) of the temp file to the key, which fails
+//     with EEXIST if any object is there: the create is atomic even without
+//     the lock, so two processes can never both create a key.
+//   - IfMatch hashes the current object, compares the ETag and renames; the
+//     lock makes check+rename one step for every process that follows this
+//     protocol.
+//   - Delete checks and unlinks under the lock.
+//
+// A lock whose owner is gone is broken: at once when its owner ran on this
+// host and pid namespace and that pid no longer exists, otherwise when it is
+// older than the stale age (30 s; a lock is held for milliseconds). Breaking
+// takes a second O_EXCL file (".break") and re-reads the lock's random token
+// under it, so two breakers cannot remove a fresh lock. A holder re-reads its
+// token just before committing and gives up with ErrConflict (retryable) if
+// its lock was broken.
+//
+// # Digests
+//
+// ETag is the hex MD5 of the bytes and SHA256 the hex SHA-256, computed by
+// reading the file. They are remembered in the extended attribute
+// "user.nereus.digest" (where the filesystem has them) and in memory, keyed by
+// size and mtime, and trusted only when recorded more than a second after
+// the file's mtime, so an in-place edit within the same clock tick is
+// noticed ("racy" entries are re-hashed, as git does).
+//
+// # Keys
+//
+// Keys pass ValidateKey, and file:// adds: no segment longer than 255 bytes,
+// no segment starting with ".nereus-" (reserved for temp and lock files). All
+// file access goes through an os.Root, so a symlink inside the tree that
+// leads outside the root is refused ("path escapes from parent"). A key
+// cannot be both an object and a folder of other keys ("a" and "a/b").
+type File struct {
+	dir   string
+	root  *os.Root
+	stale time.Duration
+	owner string
+
+	mu    sync.Mutex
+	cache map[string]digestEntry
+}
+
+var (
+	_ Store  = (*File)(nil)
+	_ Closer = (*File)(nil)
+)
+
+const (
+	reservedPrefix  = ".nereus-"
+	tmpPrefix       = ".nereus-tmp-"
+	lockDir         = ".nereus-locks"
+	maxSegment      = 255
+	defaultStale    = 30 * time.Second
+	racyWindow      = time.Second
+	maxDigestCached = 1 << 14
+)
+
+// NewFile opens the file:// store rooted at the existing directory root
+// (relative paths are taken from the working directory). It does not create
+// the directory: a mistyped path must not look like an empty store. Use
+// Open with OpenOptions.Create, or create the directory, to start a store.
+func NewFile(root string) (*File, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("open file store %s: %w", root, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("open file store %s: directory does not exist: %w", abs, ErrNotFound)
+		}
+		return nil, fmt.Errorf("open file store %s: %w", abs, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("open file store %s: not a directory", abs)
+	}
+	r, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("open file store %s: %w", abs, err)
+	}
+	return &File{
+		dir:   abs,
+		root:  r,
+		stale: defaultStale,
+		owner: lockOwner(),
+		cache: map[string]digestEntry{},
+	}, nil
+}
+
+func (f *File) String() string { return "file://" + f.dir }
+
+// Dir returns the absolute root directory.
+func (f *File) Dir() string { return f.dir }
+
+// Close releases the root directory handle.
+func (f *File) Close() error { return f.root.Close() }
+
+// fileKey applies ValidateKey and the file:// rules; the key, in slash form,
+// is then a path relative to the root.
+func fileKey(key string) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	for _, seg := range strings.Split(key, "/") {
+		if len(seg) > maxSegment {
+			return fmt.Errorf("%w %q: segment longer than %d bytes (file:// limit)", ErrInvalidKey, printable(key), maxSegment)
+		}
+		if strings.HasPrefix(seg, reservedPrefix) {
+			return fmt.Errorf("%w %q: segment starts with %q (reserved by file://)", ErrInvalidKey, printable(key), reservedPrefix)
+		}
+	}
+	return nil
+}
+
+// mapErr turns a filesystem error about key into the store's vocabulary.
+func mapErr(op, key string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("%s %s: %w", op, key, ErrNotFound)
+	case isEscape(err):
+		return fmt.Errorf("%s %s: %w: a symlink leads outside the store root", op, key, ErrInvalidKey)
+	}
+	return fmt.Errorf("%s %s: %w", op, key, err)
+}
+
+// isEscape recognises os.Root's refusal of a path that leaves the root.
+func isEscape(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "path escapes from parent")
+}
+
+func (f *File) Head(ctx context.Context, key string) (ObjectInfo, error) {
+	if err := fileKey(key); err != nil {
+		return ObjectInfo{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return ObjectInfo{}, err
+	}
+	return f.stat("head", key)
+}
+
+// stat opens key and returns its info with digests.
+func (f *File) stat(op, key string) (ObjectInfo, error) {
+	fh, err := f.root.Open(key)
+	if err != nil {
+		return ObjectInfo{}, mapErr(op, key, err)
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return ObjectInfo{}, mapErr(op, key, err)
+	}
+	if fi.IsDir() {
+		return ObjectInfo{}, fmt.Errorf("%s %s: %w (a folder of other keys)", op, key, ErrNotFound)
+	}
+	if !fi.Mode().IsRegular() {
+		return ObjectInfo{}, fmt.Errorf("%s %s: not a regular file", op, key)
+	}
+	d, err := f.digests(key, fh, fi)
+	if err != nil {
+		return ObjectInfo{}, fmt.Errorf("%s %s: %w", op, key, err)
+	}
+	return ObjectInfo{Key: key, Size: fi.Size(), ETag: d.md5, SHA256: d.sha, Modified: fi.ModTime()}, nil
+}
+
+func (f *File) Get(ctx context.Context, key string, r *Range) ([]byte, error) {
+	if err := fileKey(key); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	fh, err := f.root.Open(key)
+	if err != nil {
+		return nil, mapErr("get", key, err)
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return nil, mapErr("get", key, err)
+	}
+	if fi.IsDir() {
+		return nil, fmt.Errorf("get %s: %w (a folder of other keys)", key, ErrNotFound)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("get %s: not a regular file", key)
+	}
+	size := fi.Size()
+	lo, hi := int64(0), size
+	if r != nil {
+		lo = min(max(r.Offset, 0), size)
+		if r.Length >= 0 && r.Length < hi-lo {
+			hi = lo + r.Length
+		}
+	}
+	buf := make([]byte, hi-lo)
+	if _, err := io.ReadFull(io.NewSectionReader(fh, lo, hi-lo), buf); err != nil {
+		return nil, fmt.Errorf("get %s: %w", key, err)
+	}
+	return buf, nil
+}
+
+func (f *File) Put(ctx context.Context, key string, data []byte, g Guard) (ObjectInfo, error) {
+	if err := fileKey(key); err != nil {
+		return ObjectInfo{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return ObjectInfo{}, err
+	}
+	dir := path.Dir(key)
+	tmp, mtime, err := f.writeTemp(key, dir, data)
+	if err != nil {
+		return ObjectInfo{}, err
+	}
+	defer f.root.Remove(tmp) // after link(2), or on failure; gone after rename(2)
+
+	lk, err := f.lock(ctx, key)
+	if err != nil {
+		return ObjectInfo{}, fmt.Errorf("put %s: %w", key, err)
+	}
+	defer lk.release()
+
+	info := ObjectInfo{Key: key, Size: int64(len(data)), ETag: ETagOf(data), SHA256: SHA256Of(data), Modified: mtime}
+	switch want, isMatch := g.MatchETag(); {
+	case g.IsIfAbsent():
+		if err := lk.verify(); err != nil {
+			return ObjectInfo{}, fmt.Errorf("put %s: %w", key, err)
+		}
+		if err := f.root.Link(tmp, key); err != nil {
+			if fi, serr := f.root.Stat(key); serr == nil && fi.IsDir() {
+				return ObjectInfo{}, f.commitErr(key, syscall.EISDIR)
+			}
+			if errors.Is(err, fs.ErrExist) {
+				lost := fmt.Errorf("put %s (%s): %w", key, g, ErrPreconditionFailed)
+				return ConfirmIfAbsent(ctx, f, key, data, lost)
+			}
+			return ObjectInfo{}, f.commitErr(key, err)
+		}
+		_ = f.root.Remove(tmp)
+	case isMatch:
+		cur, err := f.stat("put", key)
+		if err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return ObjectInfo{}, fmt.Errorf("put %s (%s): object is gone: %w", key, g, ErrPreconditionFailed)
+			}
+			return ObjectInfo{}, err
+		}
+		if cur.ETag != want {
+			return ObjectInfo{}, fmt.Errorf("put %s (%s): current etag %s: %w", key, g, cur.ETag, ErrPreconditionFailed)
+		}
+		if err := lk.verify(); err != nil {
+			return ObjectInfo{}, fmt.Errorf("put %s: %w", key, err)
+		}
+		if err := f.root.Rename(tmp, key); err != nil {
+			return ObjectInfo{}, f.commitErr(key, err)
+		}
+	default:
+		if err := lk.verify(); err != nil {
+			return ObjectInfo{}, fmt.Errorf("put %s: %w", key, err)
+		}
+		if err := f.root.Rename(tmp, key); err != nil {
+			return ObjectInfo{}, f.commitErr(key, err)
+		}
+	}
+	if err := f.syncDir(dir); err != nil {
+		return ObjectInfo{}, fmt.Errorf("put %s: sync folder: %w", key, err)
+	}
+	return info, nil
+}
+
+func (f *File) commitErr(key string, err error) error {
+	if errors.Is(err, syscall.EISDIR) || errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("put %s: the key is a folder of other keys (file:// keeps keys as paths): %w", key, err)
+	}
+	return mapErr("put", key, err)
+}
+
+// writeTemp writes data durably to a new temp file in dir and returns its
+// name and mtime. A concurrent Delete may remove dir when it empties it, so
+// creating the folder and the file is retried a few times.
+func (f *File) writeTemp(key, dir string, data []byte) (string, time.Time, error) {
+	var last error
+	for range 5 {
+		if err := f.mkdirs(dir); err != nil {
+			if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist) {
+				return "", time.Time{}, fmt.Errorf("put %s: a parent of the key is an object (file:// keeps keys as paths): %w", key, err)
+			}
+			return "", time.Time{}, mapErr("put", key, err)
+		}
+		name := path.Join(dir, tmpPrefix+randHex(8))
+		fh, err := f.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrNotExist) {
+			last = err
+			continue
+		}
+		if err != nil {
+			return "", time.Time{}, mapErr("put", key, err)
+		}
+		if _, err := fh.Write(data); err != nil {
+			fh.Close()
+			f.root.Remove(name)
+			return "", time.Time{}, fmt.Errorf("put %s: write temp file: %w", key, err)
+		}
+		if err := fh.Sync(); err != nil {
+			fh.Close()
+			f.root.Remove(name)
+			return "", time.Time{}, fmt.Errorf("put %s: sync temp file: %w", key, err)
+		}
+		fi, err := fh.Stat()
+		if err == nil {
+			err = fh.Close()
+		} else {
+			fh.Close()
+		}
+		if err != nil {
+			f.root.Remove(name)
+			return "", time.Time{}, fmt.Errorf("put %s: close temp file: %w", key, err)
+		}
+		return name, fi.ModTime(), nil
+	}
+	return "", time.Time{}, fmt.Errorf("put %s: create temp file: %w", key, last)
+}
+
+// mkdirs creates dir and its parents inside the root and, when it created
+// any, fsyncs each created folder's parent so the new entries survive a
+// crash together with the object.
+func (f *File) mkdirs(dir string) error {
+	if dir == "." {
+		return nil
+	}
+	if fi, err := f.root.Stat(dir); err == nil && fi.IsDir() {
+		return nil
+	}
+	var created []string
+	parts := strings.Split(dir, "/")
+	for i := range parts {
+		p := strings.Join(parts[:i+1], "/")
+		err := f.root.Mkdir(p, 0o755)
+		switch {
+		case err == nil:
+			created = append(created, p)
+		case errors.Is(err, fs.ErrExist):
+			fi, serr := f.root.Stat(p)
+			if serr != nil {
+				return serr
+			}
+			if !fi.IsDir() {
+				return &fs.PathError{Op: "mkdir", Path: p, Err: syscall.ENOTDIR}
+			}
+		default:
+			return err
+		}
+	}
+	for _, p := range created {
+		if err := f.syncDir(path.Dir(p)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (f *File) syncDir(dir string) error {
+	d, err := f.root.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (f *File) Delete(ctx context.Context, key string, g Guard) error {
+	if err := fileKey(key); err != nil {
+		return err
+	}
+	if g.IsIfAbsent() {
+		return fmt.Errorf("delete %s: if-absent is not a delete guard", key)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	lk, err := f.lock(ctx, key)
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", key, err)
+	}
+	defer lk.release()
+	if want, ok := g.MatchETag(); ok {
+		cur, err := f.stat("delete", key)
+		if err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return fmt.Errorf("delete %s (%s): object is gone: %w", key, g, ErrPreconditionFailed)
+			}
+			return err
+		}
+		if cur.ETag != want {
+			return fmt.Errorf("delete %s (%s): current etag %s: %w", key, g, cur.ETag, ErrPreconditionFailed)
+		}
+	}
+	if err := lk.verify(); err != nil {
+		return fmt.Errorf("delete %s: %w", key, err)
+	}
+	fi, err := f.root.Lstat(key)
+	if err == nil && fi.IsDir() {
+		return fmt.Errorf("delete %s: the key is a folder of other keys, not an object", key)
+	}
+	if err := f.root.Remove(key); err != nil {
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return nil
+		}
+		return mapErr("delete", key, err)
+	}
+	f.forget(key)
+	dir := path.Dir(key)
+	if err := f.syncDir(dir); err != nil {
+		return fmt.Errorf("delete %s: sync folder: %w", key, err)
+	}
+	// Empty folders are not objects; drop them (best effort: a concurrent
+	// Put recreates what it needs).
+	for d := dir; d != "."; d = path.Dir(d) {
+		if fi, err := f.root.Lstat(d); err != nil || !fi.IsDir() {
+			break // a symlinked folder is the operator's, not ours to drop
+		}
+		if f.root.Remove(d) != nil {
+			break
+		}
+	}
+	return nil
+}
+
+func (f *File) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
+	if err := ValidatePrefix(prefix); err != nil {
+		return nil, err
+	}
+	start := "."
+	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
+		start = prefix[:i]
+	}
+	var keys []string
+	fsys := f.root.FS()
+	err := fs.WalkDir(fsys, start, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == start && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) {
+				return fs.SkipAll
+			}
+			if isEscape(err) {
+				return fmt.Errorf("%w: a symlink leads outside the store root", ErrInvalidKey)
+			}
+			return err
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		if p == "." {
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), reservedPrefix) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			if !strings.HasPrefix(p+"/", prefix) && !strings.HasPrefix(prefix, p+"/") {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasPrefix(p, prefix) || fileKey(p) != nil {
+			// Names no key can have (control characters, backslashes)
+			// were not written by a store; they are not objects.
+			return nil
+		}
+		switch t := d.Type(); {
+		case t.IsRegular():
+		case t&fs.ModeSymlink != 0:
+			fi, err := f.root.Stat(p)
+			if err != nil {
+				if isEscape(err) {
+					return fmt.Errorf("%s: %w: a symlink leads outside the store root", p, ErrInvalidKey)
+				}
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil // dangling
+				}
+				return err
+			}
+			if !fi.Mode().IsRegular() {
+				return nil
+			}
+		default:
+			return nil
+		}
+		keys = append(keys, p)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list %q in %s: %w", prefix, f, err)
+	}
+	sort.Strings(keys)
+	out := make([]ObjectInfo, 0, len(keys))
+	for _, k := range keys {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		info, err := f.stat("list", k)
+		if errors.Is(err, ErrNotFound) {
+			continue // deleted while listing
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+// digest is an object's hex MD5 (ETag) and hex SHA-256.
+type digest struct{ md5, sha string }
+
+// digestEntry remembers a digest for one version of a file.
+type digestEntry struct {
+	id       fileID
+	size     int64
+	mtime    int64 // ns
+	recorded int64 // ns, wall clock when the digest was computed
+	d        digest
+}
+
+// fresh reports whether e describes fi and was recorded safely after its
+// mtime (not racy).
+func (e digestEntry) fresh(id fileID, fi fs.FileInfo) bool {
+	return e.id == id && e.size == fi.Size() && e.mtime == fi.ModTime().UnixNano() &&
+		e.recorded-e.mtime > int64(racyWindow)
+}
+
+// digests returns the MD5 and SHA-256 of the open file fh (described by
+// fi), from memory, from the digest attribute, or by hashing it.
+func (f *File) digests(key string, fh *os.File, fi fs.FileInfo) (digest, error) {
+	id := idOf(fi)
+	f.mu.Lock()
+	e, ok := f.cache[key]
+	f.mu.Unlock()
+	if ok && id.ok && e.fresh(id, fi) {
+		return e.d, nil
+	}
+	if e, ok := readDigestAttr(fh); ok {
+		e.id = id
+		if e.fresh(id, fi) {
+			f.store(key, e)
+			return e.d, nil
+		}
+	}
+	mh, sh := md5.New(), sha256.New()
+	if _, err := io.Copy(io.MultiWriter(mh, sh), io.NewSectionReader(fh, 0, fi.Size())); err != nil {
+		return digest{}, fmt.Errorf("hash: %w", err)
+	}
+	d := digest{md5: hex.EncodeToString(mh.Sum(nil)), sha: hex.EncodeToString(sh.Sum(nil))}
+	e = digestEntry{id: id, size: fi.Size(), mtime: fi.ModTime().UnixNano(), recorded: time.Now().UnixNano(), d: d}
+	if e.fresh(id, fi) {
+		writeDigestAttr(fh, e)
+		f.store(key, e)
+	}
+	return d, nil
+}
+
+func (f *File) store(key string, e digestEntry) {
+	if !e.id.ok {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.cache) >= maxDigestCached {
+		clear(f.cache)
+	}
+	f.cache[key] = e
+}
+
+func (f *File) forget(key string) {
+	f.mu.Lock()
+	delete(f.cache, key)
+	f.mu.Unlock()
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

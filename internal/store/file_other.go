@@ -1,0 +1,23 @@
+//go:build !linux
+
+package store
+
+import (
+	"io/fs"
+	"os"
+)
+
+// fileID identifies an inode; not tracked on this platform, so digests are
+// not cached in memory here.
+type fileID struct{ ok bool }
+
+func idOf(fs.FileInfo) fileID { return fileID{} }
+
+func readDigestAttr(*os.File) (digestEntry, bool) { return digestEntry{}, false }
+
+func writeDigestAttr(*os.File, digestEntry) {}
+
+// pidNamespace is unknown here, so dead-pid locks wait for the stale age.
+func pidNamespace() string { return "" }
+
+func pidAlive(int) bool { return true }

@@ -1,0 +1,136 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+)
+
+// OpenOptions carries what a store URL cannot: S3 endpoint settings, and
+// whether a missing file:// root may be created.
+type OpenOptions struct {
+	// S3Endpoint is a custom S3-compatible endpoint (--s3-endpoint).
+	S3Endpoint string
+	// S3Region overrides the AWS chain's region (--s3-region).
+	S3Region string
+	// S3PathStyle addresses buckets in the path (--s3-path-style).
+	S3PathStyle bool
+	// S3AllowHTTP accepts a plain-http endpoint that is not loopback.
+	S3AllowHTTP bool
+	// Create makes a file:// root that does not exist yet (demo, first
+	// run). Without it a missing root is an error wrapping ErrNotFound, so a
+	// mistyped path never looks like an empty store.
+	Create bool
+}
+
+// Open opens the store named by rawURL:
+//
+//	file:///abs/dir      absolute directory
+//	file://./rel, file://rel
+//	                     directory relative to the working directory
+//	s3://bucket[/prefix] S3 (credentials from the AWS chain)
+//	mem://name           in-memory (tests): the same name in one process
+//	                     is the same store; mem:// alone is always new
+//
+// The caller closes the store with CloseStore when done.
+func Open(ctx context.Context, rawURL string, opt OpenOptions) (Store, error) {
+	scheme, rest, ok := strings.Cut(rawURL, "://")
+	shown := RedactURL(rawURL)
+	if !ok {
+		return nil, fmt.Errorf("open store %q: want file://DIR, s3://BUCKET/PREFIX or mem://NAME", shown)
+	}
+	switch strings.ToLower(scheme) {
+	case "file":
+		if rest == "" {
+			return nil, fmt.Errorf("open store %q: no directory", shown)
+		}
+		if strings.ContainsAny(rest, "?#") {
+			return nil, fmt.Errorf("open store %q: a file:// URL takes a plain path (no ? or #)", shown)
+		}
+		if opt.Create {
+			if err := os.MkdirAll(rest, 0o755); err != nil {
+				return nil, fmt.Errorf("open store %s: create directory: %w", shown, err)
+			}
+		}
+		return NewFile(rest)
+	case "s3":
+		u, err := url.Parse(rawURL)
+		if err != nil {
+			return nil, fmt.Errorf("open store %q: not a URL", shown)
+		}
+		if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("open store %q: an s3:// URL is s3://BUCKET/PREFIX (no credentials, query or fragment)", shown)
+		}
+		if u.Host == "" {
+			return nil, fmt.Errorf("open store %q: no bucket", shown)
+		}
+		return NewS3(ctx, S3Config{
+			Bucket:    u.Host,
+			Prefix:    strings.Trim(u.Path, "/"),
+			Endpoint:  opt.S3Endpoint,
+			Region:    opt.S3Region,
+			PathStyle: opt.S3PathStyle,
+			AllowHTTP: opt.S3AllowHTTP,
+		})
+	case "mem":
+		return openMem(rest), nil
+	}
+	return nil, fmt.Errorf("open store %q: unknown scheme %q (want file, s3 or mem)", shown, scheme)
+}
+
+var (
+	memMu    sync.Mutex
+	memNamed = map[string]*Mem{}
+)
+
+// openMem returns the process-wide mem store of that name (a fresh one for
+// the empty name), so tests can open the same mem:// URL twice.
+func openMem(name string) *Mem {
+	if name == "" {
+		return NewMem("")
+	}
+	memMu.Lock()
+	defer memMu.Unlock()
+	m, ok := memNamed[name]
+	if !ok {
+		m = NewMem(name)
+		memNamed[name] = m
+	}
+	return m
+}
+
+// CloseStore closes s (through any decorators) if it holds resources.
+func CloseStore(s Store) error {
+	for s != nil {
+		if c, ok := s.(Closer); ok {
+			return c.Close()
+		}
+		u, ok := s.(interface{ Unwrap() Store })
+		if !ok {
+			return nil
+		}
+		s = u.Unwrap()
+	}
+	return nil
+}
+
+// RedactURL returns u fit for messages: any user information (a password
+// or key someone put in a URL) is replaced, and a URL that does not parse
+// but may hold some is withheld.
+func RedactURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		if strings.Contains(u, "@") {
+			return "(URL withheld: it may contain credentials)"
+		}
+		return u
+	}
+	if p.User != nil {
+		p.User = url.User("REDACTED")
+		return p.String()
+	}
+	return u
+}

@@ -1,0 +1,149 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// RetryPolicy bounds WithRetry.
+type RetryPolicy struct {
+	// Attempts is the total number of tries per call (at least 1).
+	Attempts int
+	// Initial is the first backoff ceiling; it doubles per retry up to Max.
+	// Each wait is drawn uniformly from [0, ceiling) (full jitter).
+	Initial time.Duration
+	Max     time.Duration
+}
+
+// DefaultRetryPolicy: 6 tries, backoff from 100 ms up to 5 s.
+func DefaultRetryPolicy() RetryPolicy {
+	return RetryPolicy{Attempts: 6, Initial: 100 * time.Millisecond, Max: 5 * time.Second}
+}
+
+// Retry is the retry decorator; see WithRetry.
+type Retry struct {
+	s Store
+	p RetryPolicy
+}
+
+var _ Store = (*Retry)(nil)
+
+// WithRetry retries calls that fail with a Retryable error (transient
+// failures and ErrConflict), with exponential backoff and full jitter. It
+// never retries ErrNotFound, ErrPreconditionFailed, ErrInvalidKey,
+// ErrTooLarge, context errors or Permanent errors, and stops when ctx ends.
+//
+// After an ambiguous attempt (one that failed in a way that may hide a
+// completed write, e.g. a timeout) a guarded write that then meets
+// ErrPreconditionFailed is checked against the store before it is reported:
+//
+//   - IfAbsent: ConfirmIfAbsent compares the stored bytes with ours
+//     (DESIGN §2); equal bytes are a success.
+//   - IfMatch: if the object's ETag is now the MD5 of our bytes, our write
+//     landed; that is a success.
+//   - Delete IfMatch: if the object is now gone, our delete landed.
+//
+// ErrConflict is a definite "not applied", not ambiguous.
+func WithRetry(s Store, p RetryPolicy) *Retry {
+	if p.Attempts < 1 {
+		p.Attempts = 1
+	}
+	if p.Initial <= 0 {
+		p.Initial = time.Millisecond
+	}
+	if p.Max < p.Initial {
+		p.Max = p.Initial
+	}
+	return &Retry{s: s, p: p}
+}
+
+func (r *Retry) String() string { return r.s.String() }
+
+// Unwrap returns the decorated store.
+func (r *Retry) Unwrap() Store { return r.s }
+
+// do runs op until it succeeds, fails for good, or attempts run out. It
+// reports whether any failed attempt was ambiguous.
+func (r *Retry) do(ctx context.Context, op func() error) (ambiguous bool, err error) {
+	ceiling := r.p.Initial
+	for attempt := 1; ; attempt++ {
+		err = op()
+		if err == nil || !Retryable(err) || attempt >= r.p.Attempts {
+			return ambiguous, err
+		}
+		if !errors.Is(err, ErrConflict) {
+			ambiguous = true
+		}
+		t := time.NewTimer(rand.N(ceiling) + 1)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ambiguous, fmt.Errorf("%w (retrying after: %w)", ctx.Err(), err)
+		case <-t.C:
+		}
+		ceiling = min(ceiling*2, r.p.Max)
+	}
+}
+
+func (r *Retry) Head(ctx context.Context, key string) (info ObjectInfo, err error) {
+	_, err = r.do(ctx, func() error {
+		info, err = r.s.Head(ctx, key)
+		return err
+	})
+	return info, err
+}
+
+func (r *Retry) Get(ctx context.Context, key string, rg *Range) (b []byte, err error) {
+	_, err = r.do(ctx, func() error {
+		b, err = r.s.Get(ctx, key, rg)
+		return err
+	})
+	return b, err
+}
+
+func (r *Retry) List(ctx context.Context, prefix string) (l []ObjectInfo, err error) {
+	_, err = r.do(ctx, func() error {
+		l, err = r.s.List(ctx, prefix)
+		return err
+	})
+	return l, err
+}
+
+func (r *Retry) Put(ctx context.Context, key string, data []byte, g Guard) (info ObjectInfo, err error) {
+	ambiguous, err := r.do(ctx, func() error {
+		info, err = r.s.Put(ctx, key, data, g)
+		return err
+	})
+	if !ambiguous || !errors.Is(err, ErrPreconditionFailed) {
+		return info, err
+	}
+	if g.IsIfAbsent() {
+		return ConfirmIfAbsent(ctx, r.inner(), key, data, err)
+	}
+	if _, ok := g.MatchETag(); ok {
+		cur, herr := r.inner().Head(ctx, key)
+		if herr == nil && cur.Size == int64(len(data)) && cur.ETag == ETagOf(data) {
+			cur.SHA256 = SHA256Of(data)
+			return cur, nil
+		}
+	}
+	return info, err
+}
+
+func (r *Retry) Delete(ctx context.Context, key string, g Guard) error {
+	ambiguous, err := r.do(ctx, func() error { return r.s.Delete(ctx, key, g) })
+	if ambiguous && errors.Is(err, ErrPreconditionFailed) {
+		if _, herr := r.inner().Head(ctx, key); errors.Is(herr, ErrNotFound) {
+			return nil
+		}
+	}
+	return err
+}
+
+// inner is the store the confirmation reads go to: the decorated one,
+// retried, so a transient error there does not turn a success into a
+// failure.
+func (r *Retry) inner() Store { return &Retry{s: r.s, p: r.p} }

@@ -1,0 +1,404 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
+)
+
+// S3Config selects an S3 bucket (and an optional key prefix in it) and how
+// to reach it. Credentials are never part of it: they come from the AWS
+// default chain (environment, shared config and credentials files, SSO, web
+// identity, container and instance roles).
+type S3Config struct {
+	Bucket string
+	// Prefix is prepended (with a "/") to every key; List strips it.
+	Prefix string
+	// Endpoint is a custom S3-compatible endpoint URL (empty for AWS).
+	Endpoint string
+	// Region; empty takes it from the AWS chain, or us-east-1 for a custom
+	// endpoint.
+	Region string
+	// PathStyle addresses the bucket in the path instead of the host name;
+	// always on for endpoints given as an IP address or localhost.
+	PathStyle bool
+	// AllowHTTP accepts a plain http:// endpoint that is not loopback.
+	AllowHTTP bool
+}
+
+// S3 is the s3:// backend (aws-sdk-go-v2).
+//
+// Guards map to S3 conditional requests: IfAbsent is If-None-Match: *,
+// IfMatch is If-Match: "etag", on PutObject and DeleteObject. Failures are
+// matched on the API error code, never the HTTP status: PreconditionFailed →
+// ErrPreconditionFailed, ConditionalRequestConflict → ErrConflict, NoSuchKey
+// and NotFound → ErrNotFound (ErrPreconditionFailed for an IfMatch on a
+// missing key). Every Put sends the full-object SHA-256 (x-amz-checksum-
+// sha256), which the server verifies and keeps; Head asks for it back.
+//
+// The SDK retries transient failures itself (standard retryer, without the
+// client-side retry token bucket). Because such a retry can hide a lost
+// response, an IfAbsent Put that meets 412 always compares the stored bytes
+// with its own (ConfirmIfAbsent).
+type S3 struct {
+	client *s3.Client
+	bucket string
+	prefix string // "" or ending in "/"
+}
+
+var _ Store = (*S3)(nil)
+
+// NewS3 builds the S3 client; it is the only place that does.
+func NewS3(ctx context.Context, c S3Config) (*S3, error) {
+	if c.Bucket == "" {
+		return nil, errors.New("open s3 store: no bucket")
+	}
+	prefix := strings.Trim(c.Prefix, "/")
+	if prefix != "" {
+		if err := ValidatePrefix(prefix + "/"); err != nil {
+			return nil, fmt.Errorf("open s3 store s3://%s: prefix: %w", c.Bucket, err)
+		}
+		prefix += "/"
+	}
+	var endpoint *url.URL
+	if c.Endpoint != "" {
+		u, err := checkEndpoint(c.Endpoint, c.AllowHTTP)
+		if err != nil {
+			return nil, fmt.Errorf("open s3 store s3://%s: %w", c.Bucket, err)
+		}
+		endpoint = u
+	}
+
+	opts := []func(*config.LoadOptions) error{
+		config.WithRetryer(func() aws.Retryer {
+			// No client-side retry token bucket: under contention (many
+			// 409/412s, a slow local server) it turns retries into
+			// "retry quota exceeded" failures.
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.RateLimiter = ratelimit.None
+			})
+		}),
+	}
+	if c.Region != "" {
+		opts = append(opts, config.WithRegion(c.Region))
+	}
+	if endpoint != nil {
+		// S3-compatible servers vary in their support of the newer default
+		// checksums (trailers, CRC32 on every request): send and validate
+		// checksums only when the operation requires it, or when we ask
+		// for one explicitly (SHA-256 on Put).
+		opts = append(opts,
+			config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
+			config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("open s3 store s3://%s: load aws config: %w", c.Bucket, err)
+	}
+	if cfg.Region == "" {
+		if endpoint == nil {
+			return nil, fmt.Errorf("open s3 store s3://%s: no region (set --s3-region or AWS_REGION)", c.Bucket)
+		}
+		cfg.Region = "us-east-1"
+	}
+	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+		if endpoint != nil {
+			o.BaseEndpoint = aws.String(endpoint.String())
+			o.UsePathStyle = c.PathStyle || isIPOrLocalhost(endpoint.Hostname())
+		} else {
+			o.UsePathStyle = c.PathStyle
+		}
+	})
+	return &S3{client: client, bucket: c.Bucket, prefix: prefix}, nil
+}
+
+// checkEndpoint parses a custom endpoint and applies the plain-HTTP rule
+// (DESIGN §14): http:// only on loopback unless allowHTTP.
+func checkEndpoint(raw string, allowHTTP bool) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("s3 endpoint %q: want http(s)://host[:port]", RedactURL(raw))
+	}
+	if u.User != nil {
+		return nil, errors.New("s3 endpoint: credentials in the endpoint URL are refused (use the AWS credential chain)")
+	}
+	if u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return nil, fmt.Errorf("s3 endpoint %q: want http(s)://host[:port]", RedactURL(raw))
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("s3 endpoint %q: no query or fragment allowed", RedactURL(raw))
+	}
+	if u.Scheme == "http" && !allowHTTP && !IsLoopbackHost(u.Hostname()) {
+		return nil, fmt.Errorf("s3 endpoint %s: plain http is accepted only on loopback (127.0.0.0/8, ::1, localhost); use https or allow http explicitly", u.Host)
+	}
+	return u, nil
+}
+
+// IsLoopbackHost reports localhost, 127.0.0.0/8 and ::1, by name only (no
+// DNS lookup).
+func IsLoopbackHost(h string) bool {
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
+func isIPOrLocalhost(h string) bool {
+	return strings.EqualFold(h, "localhost") || net.ParseIP(h) != nil
+}
+
+func (s *S3) String() string {
+	return "s3://" + s.bucket + "/" + strings.TrimSuffix(s.prefix, "/")
+}
+
+func (s *S3) full(key string) string { return s.prefix + key }
+
+// errCode returns the API error code of err, or "".
+func errCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+// mapErr maps an SDK error by its API error code. The SDK's message names
+// the operation, status and request id, never credentials or signatures.
+func (s *S3) mapErr(op, key string, g Guard, err error) error {
+	what := op + " " + key
+	if !g.IsNone() {
+		what += " (" + g.String() + ")"
+	}
+	switch code := errCode(err); code {
+	case "PreconditionFailed":
+		return fmt.Errorf("%s: %w (s3 %s)", what, ErrPreconditionFailed, code)
+	case "ConditionalRequestConflict":
+		return fmt.Errorf("%s: %w (s3 %s)", what, ErrConflict, code)
+	case "NoSuchKey", "NotFound":
+		if _, ok := g.MatchETag(); ok {
+			return fmt.Errorf("%s: object is gone: %w (s3 %s)", what, ErrPreconditionFailed, code)
+		}
+		return fmt.Errorf("%s: %w (s3 %s)", what, ErrNotFound, code)
+	case "AccessDenied", "Forbidden", "InvalidAccessKeyId", "SignatureDoesNotMatch",
+		"ExpiredToken", "InvalidToken", "AllAccessDisabled", "AccountProblem",
+		"NoSuchBucket", "InvalidBucketName", "PermanentRedirect", "AuthorizationHeaderMalformed":
+		return Permanent(fmt.Errorf("%s in %s: %w", what, s, err))
+	}
+	return fmt.Errorf("%s in %s: %w", what, s, err)
+}
+
+func unquote(etag *string) string {
+	return strings.Trim(aws.ToString(etag), `"`)
+}
+
+// sha256Hex turns an x-amz-checksum-sha256 value (base64) into hex.
+func sha256Hex(b64 *string) string {
+	raw, err := base64.StdEncoding.DecodeString(aws.ToString(b64))
+	if err != nil || len(raw) != sha256.Size {
+		return ""
+	}
+	return hex.EncodeToString(raw)
+}
+
+func (s *S3) Head(ctx context.Context, key string) (ObjectInfo, error) {
+	if err := ValidateKey(key); err != nil {
+		return ObjectInfo{}, err
+	}
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{
+		Bucket:       aws.String(s.bucket),
+		Key:          aws.String(s.full(key)),
+		ChecksumMode: types.ChecksumModeEnabled,
+	})
+	if err != nil {
+		return ObjectInfo{}, s.mapErr("head", key, None(), err)
+	}
+	info := ObjectInfo{
+		Key:      key,
+		Size:     aws.ToInt64(out.ContentLength),
+		ETag:     unquote(out.ETag),
+		Modified: aws.ToTime(out.LastModified),
+	}
+	if out.ChecksumType != types.ChecksumTypeComposite {
+		info.SHA256 = sha256Hex(out.ChecksumSHA256)
+	}
+	return info, nil
+}
+
+func (s *S3) Get(ctx context.Context, key string, r *Range) ([]byte, error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, err
+	}
+	in := &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.full(key))}
+	off, limit := int64(0), int64(-1) // limit < 0: to the end
+	if r != nil {
+		off = max(r.Offset, 0)
+		if r.Length >= 0 {
+			limit = r.Length
+			if off > math.MaxInt64-limit {
+				limit = -1
+			}
+		}
+	}
+	if limit == 0 {
+		// "bytes=N-(N-1)" is not a range; S3 would send the whole object.
+		if _, err := s.Head(ctx, key); err != nil {
+			return nil, fmt.Errorf("get %s: %w", key, err)
+		}
+		return []byte{}, nil
+	}
+	switch {
+	case limit > 0:
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-%d", off, off+limit-1))
+	case off > 0:
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-", off))
+	}
+	out, err := s.client.GetObject(ctx, in)
+	if err != nil {
+		if errCode(err) == "InvalidRange" {
+			return []byte{}, nil // the object exists and ends before off
+		}
+		return nil, s.mapErr("get", key, None(), err)
+	}
+	defer out.Body.Close()
+	body := io.Reader(out.Body)
+	if in.Range != nil && out.ContentRange == nil {
+		// The server ignored the range and sent the whole object: skip
+		// and cut here, reading no more than the range needs.
+		if _, err := io.CopyN(io.Discard, body, off); err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("get %s: %w", key, err)
+		}
+	}
+	if limit > 0 {
+		body = io.LimitReader(body, limit)
+	}
+	b, err := io.ReadAll(body)
+	if err != nil {
+		return nil, fmt.Errorf("get %s: read body: %w", key, err)
+	}
+	return b, nil
+}
+
+func (s *S3) Put(ctx context.Context, key string, data []byte, g Guard) (ObjectInfo, error) {
+	if err := ValidateKey(key); err != nil {
+		return ObjectInfo{}, err
+	}
+	sum := sha256.Sum256(data)
+	in := &s3.PutObjectInput{
+		Bucket:            aws.String(s.bucket),
+		Key:               aws.String(s.full(key)),
+		Body:              bytes.NewReader(data),
+		ContentLength:     aws.Int64(int64(len(data))),
+		ChecksumAlgorithm: types.ChecksumAlgorithmSha256,
+		ChecksumSHA256:    aws.String(base64.StdEncoding.EncodeToString(sum[:])),
+	}
+	if g.IsIfAbsent() {
+		in.IfNoneMatch = aws.String("*")
+	}
+	if etag, ok := g.MatchETag(); ok {
+		in.IfMatch = aws.String(`"` + etag + `"`)
+	}
+	out, err := s.client.PutObject(ctx, in)
+	if err != nil {
+		err = s.mapErr("put", key, g, err)
+		if g.IsIfAbsent() && errors.Is(err, ErrPreconditionFailed) {
+			return ConfirmIfAbsent(ctx, s, key, data, err)
+		}
+		return ObjectInfo{}, err
+	}
+	info := ObjectInfo{Key: key, Size: int64(len(data)), ETag: unquote(out.ETag), SHA256: hex.EncodeToString(sum[:])}
+	if got := sha256Hex(out.ChecksumSHA256); got != "" && got != info.SHA256 {
+		return ObjectInfo{}, fmt.Errorf("put %s: server stored sha256 %s, sent %s", key, got, info.SHA256)
+	}
+	return info, nil
+}
+
+func (s *S3) Delete(ctx context.Context, key string, g Guard) error {
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	if g.IsIfAbsent() {
+		return fmt.Errorf("delete %s: if-absent is not a delete guard", key)
+	}
+	in := &s3.DeleteObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.full(key))}
+	etag, isMatch := g.MatchETag()
+	if isMatch {
+		// S3 answers an If-Match delete of a missing key with 404, but
+		// some compatible servers (versitygw) with 204: HEAD first so the
+		// contract (ErrPreconditionFailed) holds everywhere, and a
+		// mismatch costs no DELETE.
+		cur, err := s.Head(ctx, key)
+		if err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return fmt.Errorf("delete %s (%s): object is gone: %w", key, g, ErrPreconditionFailed)
+			}
+			return fmt.Errorf("delete %s (%s): %w", key, g, err)
+		}
+		if cur.ETag != etag {
+			return fmt.Errorf("delete %s (%s): current etag %s: %w", key, g, cur.ETag, ErrPreconditionFailed)
+		}
+		in.IfMatch = aws.String(`"` + etag + `"`)
+	}
+	if _, err := s.client.DeleteObject(ctx, in); err != nil {
+		switch code := errCode(err); {
+		case code == "NoSuchKey" || code == "NotFound":
+			// Gone since our HEAD saw it with the right ETag (or
+			// removed by our own first attempt, whose response the
+			// SDK's retry lost): that version is deleted either way.
+			return nil
+		}
+		return s.mapErr("delete", key, g, err)
+	}
+	return nil
+}
+
+func (s *S3) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
+	if err := ValidatePrefix(prefix); err != nil {
+		return nil, err
+	}
+	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
+		Bucket: aws.String(s.bucket),
+		Prefix: aws.String(s.full(prefix)),
+	})
+	var out []ObjectInfo
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, s.mapErr("list", fmt.Sprintf("%q", prefix), None(), err)
+		}
+		for _, o := range page.Contents {
+			k, ok := strings.CutPrefix(aws.ToString(o.Key), s.prefix)
+			if !ok {
+				continue
+			}
+			out = append(out, ObjectInfo{
+				Key:      k,
+				Size:     aws.ToInt64(o.Size),
+				ETag:     unquote(o.ETag),
+				Modified: aws.ToTime(o.LastModified),
+			})
+		}
+	}
+	// S3 lists in UTF-8 byte order; sort anyway, as some compatible
+	// servers walk directories instead.
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}

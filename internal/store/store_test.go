@@ -1,0 +1,16 @@
+package store_test
+
+import (
+	"testing"
+
+	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/store/storetest"
+	"github.com/nereusctl/nereusctl/internal/testutil/s3server"
+)
+
+// TestMain stops the shared versitygw gateway after the tests.
+func TestMain(m *testing.M) { s3server.Main(m) }
+
+func TestMemConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T) store.Store { return store.NewMem(t.Name()) })
+}

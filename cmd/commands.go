@@ -14,5 +14,6 @@ func addCommands(root *cobra.Command, g *globals) {
 		newTrimCmd(g),
 		newDeleteRecordsCmd(g),
 		newRetentionCmd(g),
+		newGCCmd(g),
 	)
 }

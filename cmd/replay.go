@@ -132,6 +132,7 @@ func replayJSON(res, full *recovery.Result) map[string]any {
 		"partition":         res.Binding.Partition,
 		"stream_id":         res.Binding.StreamID,
 		"full":              res.Full,
+		"retention_floor":   res.Floor,
 		"checkpoint_anchor": anchor,
 		"checkpoints":       cands,
 		"tail":              res.Tail,
@@ -165,7 +166,9 @@ func nonNil[T any](s []T) []T {
 func renderReplay(w io.Writer, res, full *recovery.Result) error {
 	p := res.State
 	fmt.Fprintf(w, "Partition %s (stream %s)\n", res.Binding.Name(), res.Binding.StreamID)
-	if res.Full {
+	if res.Full && res.Floor {
+		fmt.Fprintf(w, "Checkpoint: %s (anchor %d): the retention floor; gc collected the objects below it, so a full replay starts here\n", res.Chosen.Key, res.Chosen.Anchor)
+	} else if res.Full {
 		fmt.Fprintf(w, "Checkpoint: none (full replay requested)\n")
 	} else if res.Chosen == nil {
 		fmt.Fprintf(w, "Checkpoint: none usable; full replay\n")

@@ -1,0 +1,105 @@
+package cmd
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/retention"
+)
+
+type gcOptions struct {
+	dryRun  bool
+	grace   time.Duration
+	verbose bool
+}
+
+func newGCCmd(g *globals) *cobra.Command {
+	o := &gcOptions{}
+	c := &cobra.Command{
+		Use:   "gc [--dry-run] [--grace DURATION]",
+		Short: "Delete garbage objects: below the durable trim, beyond the head, stale checkpoints, old tasks",
+		Long: `Physically delete what no reader may use any more:
+  below-trim        objects (and manifests) of sealed segments wholly below a
+                    stream's durable trim, once a valid checkpoint anchored at
+                    or above the trim keeps the state they held
+  beyond-head       objects an append wrote whose head CAS never happened
+  off-chain         other leftovers of failed appends that no chain uses
+  stale-checkpoint  checkpoints anchored below the trim that the binding does
+                    not refer to
+  task              workflow state under tasks/ (plans, staging)
+Leftovers and tasks are deleted only once older than --grace, so work in
+progress is never touched. Nothing a binding, head, live generation or kept
+checkpoint references is ever deleted. Deletion order is data objects,
+then manifests, then checkpoints: a killed gc leaves only garbage, which the
+next run finds again.` + exitStatusHelp("1 when a partition could not be collected (the others still are)"),
+		Example: `  nereusctl gc --dry-run
+  nereusctl gc --grace 24h -o json`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.grace < 0 {
+				return exitcode.UsageErr(fmt.Errorf("--grace %s: want >= 0", o.grace))
+			}
+			ctx := cmd.Context()
+			st, err := g.store(ctx)
+			if err != nil {
+				return err
+			}
+			tps, err := layout.ListBindings(ctx, st)
+			if err != nil {
+				return err
+			}
+			rep, err := retention.GC(ctx, st, tps, retention.GCOptions{DryRun: o.dryRun, Grace: o.grace, Now: time.Now()})
+			if err != nil {
+				return err
+			}
+			if g.json() {
+				if err := writeJSON(g.stdout, map[string]any{"schema_version": SchemaVersion, "gc": rep}); err != nil {
+					return err
+				}
+			} else {
+				verb := "deleted"
+				if o.dryRun {
+					verb = "would delete"
+				}
+				cats := make([]string, 0, len(rep.Totals))
+				for c := range rep.Totals {
+					cats = append(cats, c)
+				}
+				sort.Strings(cats)
+				rows := [][]string{}
+				for _, c := range cats {
+					rows = append(rows, []string{c, fmt.Sprint(rep.Totals[c].Objects), fmt.Sprint(rep.Totals[c].Bytes)})
+				}
+				if len(rows) > 0 {
+					if err := writeTable(g.stdout, []string{"CATEGORY", "OBJECTS", "BYTES"}, rows); err != nil {
+						return err
+					}
+				}
+				if o.verbose {
+					for _, it := range rep.Items {
+						fmt.Fprintf(g.stdout, "%s %s (%s, %d bytes)\n", verb, it.Key, it.Category, it.Size)
+					}
+				}
+				for _, p := range rep.Partitions {
+					if p.Skipped != "" {
+						fmt.Fprintf(g.stdout, "%s: kept data below the trim: %s\n", p.Partition, p.Skipped)
+					}
+				}
+				fmt.Fprintf(g.stdout, "gc: %s %d objects, %d bytes\n", verb, rep.Objects, rep.Bytes)
+			}
+			if len(rep.Errors) > 0 {
+				return fmt.Errorf("gc: %d errors; first: %s", len(rep.Errors), rep.Errors[0])
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "list what would be deleted; delete nothing")
+	c.Flags().DurationVar(&o.grace, "grace", time.Hour, "leave leftovers and tasks younger than this alone")
+	c.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "list every object")
+	return c
+}

@@ -1,0 +1,261 @@
+package retention
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/recovery"
+	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/stream"
+)
+
+// GC categories.
+const (
+	GarbageBelowTrim  = "below-trim"       // objects of sealed segments wholly below the durable trim, and their manifests
+	GarbageBeyondHead = "beyond-head"      // leftovers of appends whose head CAS never happened
+	GarbageOffChain   = "off-chain"        // leftovers below the head that no chain uses
+	GarbageCheckpoint = "stale-checkpoint" // checkpoints anchored below the trim that nothing refers to
+	GarbageTask       = "task"             // workflow state under tasks/ older than the grace period
+)
+
+// GCOptions steer a gc run.
+type GCOptions struct {
+	DryRun bool
+	// Grace protects recent objects that may belong to work in progress
+	// (an append between its object PUT and its head CAS, a running task).
+	Grace time.Duration
+	Now   time.Time
+}
+
+// GCItem is one object gc deletes (or would delete).
+type GCItem struct {
+	Key       string `json:"key"`
+	Size      int64  `json:"size"`
+	Category  string `json:"category"`
+	Partition string `json:"partition,omitempty"`
+}
+
+// GCPartition is the per-partition outcome.
+type GCPartition struct {
+	Partition string `json:"partition"`
+	Trim      int64  `json:"trim"`
+	Objects   int    `json:"objects"`
+	Bytes     int64  `json:"bytes"`
+	Skipped   string `json:"skipped,omitempty"` // why below-trim data was kept
+}
+
+// GCReport is the outcome of a gc run.
+type GCReport struct {
+	DryRun     bool                `json:"dry_run"`
+	Items      []GCItem            `json:"items"`
+	Partitions []GCPartition       `json:"partitions"`
+	Totals     map[string]GCTotals `json:"totals"`
+	Objects    int                 `json:"objects"`
+	Bytes      int64               `json:"bytes"`
+	Errors     []string            `json:"errors"`
+}
+
+// GCTotals counts one category.
+type GCTotals struct {
+	Objects int   `json:"objects"`
+	Bytes   int64 `json:"bytes"`
+}
+
+// GC deletes garbage: objects of sealed segments wholly below each stream's
+// durable trim (only when a valid checkpoint at or above the trim keeps
+// what they held), leftovers beyond the head or off the chain older than
+// the grace period, stale checkpoints, and old task files. It never deletes
+// anything a binding, head, live generation or kept checkpoint references.
+// Deletions go objects first, manifests next, checkpoints last, so a killed
+// gc leaves only garbage that the next run finds again.
+func GC(ctx context.Context, st store.Store, tps []layout.TopicPartition, o GCOptions) (*GCReport, error) {
+	rep := &GCReport{DryRun: o.DryRun, Items: []GCItem{}, Partitions: []GCPartition{}, Totals: map[string]GCTotals{}, Errors: []string{}}
+	for _, tp := range tps {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		items, gp, err := gcPartition(ctx, st, tp, o)
+		if err != nil {
+			rep.Errors = append(rep.Errors, fmt.Sprintf("%s: %v", tp, err))
+			continue
+		}
+		if err := rep.apply(ctx, st, items, o.DryRun); err != nil {
+			rep.Errors = append(rep.Errors, fmt.Sprintf("%s: %v", tp, err))
+		}
+		for _, it := range items {
+			gp.Objects++
+			gp.Bytes += it.Size
+		}
+		rep.Partitions = append(rep.Partitions, gp)
+	}
+	tasks, err := st.List(ctx, layout.TasksPrefix)
+	if err != nil {
+		return rep, fmt.Errorf("gc: list tasks: %w", err)
+	}
+	var items []GCItem
+	for _, in := range tasks {
+		if old(in, o) {
+			items = append(items, GCItem{Key: in.Key, Size: in.Size, Category: GarbageTask})
+		}
+	}
+	if err := rep.apply(ctx, st, items, o.DryRun); err != nil {
+		rep.Errors = append(rep.Errors, err.Error())
+	}
+	return rep, nil
+}
+
+func old(in store.ObjectInfo, o GCOptions) bool {
+	return !in.Modified.IsZero() && o.Now.Sub(in.Modified) >= o.Grace
+}
+
+func (rep *GCReport) apply(ctx context.Context, st store.Store, items []GCItem, dryRun bool) error {
+	for _, it := range items {
+		if !dryRun {
+			if err := st.Delete(ctx, it.Key, store.None()); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("delete %s: %w", it.Key, err)
+			}
+		}
+		rep.Items = append(rep.Items, it)
+		t := rep.Totals[it.Category]
+		t.Objects++
+		t.Bytes += it.Size
+		rep.Totals[it.Category] = t
+		rep.Objects++
+		rep.Bytes += it.Size
+	}
+	return nil
+}
+
+// gcPartition finds one partition's garbage, in deletion order.
+func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, o GCOptions) ([]GCItem, GCPartition, error) {
+	gp := GCPartition{Partition: tp.String()}
+	b, _, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
+	if err != nil {
+		return nil, gp, err
+	}
+	h, _, err := layout.LoadHead(ctx, st, b.StreamID)
+	if err != nil {
+		return nil, gp, err
+	}
+	gp.Trim = h.Trim
+	objs, err := layout.ListObjects(ctx, st, b.StreamID)
+	if err != nil {
+		return nil, gp, err
+	}
+	infos, err := st.List(ctx, layout.ObjectsPrefix(b.StreamID))
+	if err != nil {
+		return nil, gp, err
+	}
+	modified := map[string]store.ObjectInfo{}
+	for _, in := range infos {
+		modified[in.Key] = in
+	}
+	gens, err := layout.ListGenerations(ctx, st, b.StreamID)
+	if err != nil {
+		return nil, gp, err
+	}
+	name := tp.String()
+	var dataItems, manifestItems, cpItems []GCItem
+	referenced := map[string]bool{}
+	var belowTrim []*layout.Generation
+	lastSealedEnd := int64(-1)
+	for _, n := range gens {
+		g, _, err := layout.LoadGeneration(ctx, st, b.StreamID, n)
+		if err != nil {
+			return nil, gp, err
+		}
+		if g.Kind == layout.KindCommitted {
+			lastSealedEnd = max(lastSealedEnd, g.End)
+			if g.End <= h.Trim {
+				belowTrim = append(belowTrim, g)
+				continue
+			}
+		}
+		for _, ob := range g.Objects {
+			referenced[ob.Key] = true
+		}
+	}
+
+	// Checkpoints: those anchored at or above the trim are kept, with the
+	// object their anchor names; so is the binding's reference.
+	cps, err := st.List(ctx, layout.CheckpointsPrefix(b.StreamID))
+	if err != nil {
+		return nil, gp, err
+	}
+	floor := false
+	for _, in := range cps {
+		anchor, _, err := layout.ParseCheckpointKey(in.Key)
+		if err != nil {
+			continue
+		}
+		ref := b.CheckpointRef != nil && b.CheckpointRef.Key == in.Key
+		if anchor >= h.Trim || ref {
+			if anchor >= h.Trim {
+				if _, reason, _ := recovery.Check(ctx, st, b, h, objs, in); reason == "" {
+					floor = true
+				}
+			}
+			for _, ob := range objs {
+				if ob.End == anchor && ob.Base < anchor {
+					referenced[ob.Key] = true
+				}
+			}
+			continue
+		}
+		cpItems = append(cpItems, GCItem{Key: in.Key, Size: in.Size, Category: GarbageCheckpoint, Partition: name})
+	}
+
+	// Below the trim: only with a valid checkpoint at or above the trim,
+	// which keeps the producer state those segments held.
+	if len(belowTrim) > 0 && !floor {
+		gp.Skipped = fmt.Sprintf("no valid checkpoint anchored at or above the trim %d keeps what the %d segments below it hold; run 'nereusctl checkpoint create %s' first", h.Trim, len(belowTrim), name)
+		cpItems = nil
+	} else {
+		for _, g := range belowTrim {
+			for _, ob := range g.Objects {
+				if referenced[ob.Key] {
+					continue
+				}
+				if _, ok := modified[ob.Key]; ok {
+					dataItems = append(dataItems, GCItem{Key: ob.Key, Size: ob.Size, Category: GarbageBelowTrim, Partition: name})
+				}
+				referenced[ob.Key] = true // handled
+			}
+			manifestItems = append(manifestItems, GCItem{Key: layout.GenerationKey(b.StreamID, g.Gen), Category: GarbageBelowTrim, Partition: name})
+		}
+	}
+
+	// Leftovers: beyond the head, or below it but off the chain and in no
+	// generation, once older than the grace period.
+	first := stream.FirstOffset(objs, h.Head)
+	chain, chainErr := stream.Chain(objs, first, h.Head)
+	onChain := map[string]bool{}
+	for _, ob := range chain {
+		onChain[ob.Key] = true
+	}
+	for _, ob := range objs {
+		in := modified[ob.Key]
+		switch {
+		case referenced[ob.Key] || onChain[ob.Key] || !old(in, o):
+		case ob.Base >= h.Head || ob.End > h.Head:
+			dataItems = append(dataItems, GCItem{Key: ob.Key, Size: ob.Size, Category: GarbageBeyondHead, Partition: name})
+		case chainErr == nil && ob.Base >= first && ob.End > lastSealedEnd:
+			// Off the chain inside the open segment's range: a failed
+			// append's leftover.
+			dataItems = append(dataItems, GCItem{Key: ob.Key, Size: ob.Size, Category: GarbageOffChain, Partition: name})
+		}
+	}
+	sort.SliceStable(dataItems, func(i, j int) bool { return dataItems[i].Key < dataItems[j].Key })
+	items := append(append(dataItems, manifestItems...), cpItems...)
+	for _, it := range items {
+		if !strings.HasPrefix(it.Key, layout.StreamPrefix(b.StreamID)) {
+			return nil, gp, fmt.Errorf("gc: refusing to delete %s outside stream %s", it.Key, b.StreamID)
+		}
+	}
+	return items, gp, nil
+}

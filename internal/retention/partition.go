@@ -96,6 +96,15 @@ func RunPartition(ctx context.Context, st store.Store, req Request) *Result {
 		return out
 	}
 	if !plan.Changes() {
+		// An interrupted trim left the head ahead of the binding: finish
+		// the sequence (the head's trim is durable; only the binding lags).
+		if b.ObservedLogStart < res.Head.Trim && !req.DryRun {
+			tr, err := Trim(ctx, counter, b, etag, res.Head.Trim, res, req.Hooks)
+			out.Trim = tr
+			if err != nil {
+				return fail(err)
+			}
+		}
 		return out
 	}
 	// The estimate: the replay again, the pre-trim checkpoint (anchor

@@ -18,6 +18,10 @@ import (
 var update = flag.Bool("update", false, "rewrite testscript golden output (cmp) in place")
 
 func TestMain(m *testing.M) {
+	// The crash harness re-executes this test binary as nereusctl.
+	if os.Getenv("NEREUSCTL_TEST_AS_CLI") == "1" {
+		os.Exit(cmd.Execute(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
 	code := testscript.RunMain(m, map[string]func() int{
 		"nereusctl": func() int {
 			return cmd.Execute(context.Background(), os.Args[1:], os.Stdout, os.Stderr)

@@ -3,6 +3,8 @@ package cmd
 import (
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/nereusctl/nereusctl/internal/retention"
 )
@@ -12,15 +14,28 @@ import (
 // trim sequence completes STEP (checkpoint, head, verify, binding). Tests use
 // it to stop a real subprocess at every step boundary; it has no effect
 // otherwise.
+//
+// STEP#N crashes at the Nth time the step completes in this process (the
+// Nth partition a retention run trims).
 func crashHooks() retention.Hooks {
-	step := os.Getenv("NEREUSCTL_TEST_CRASH_AFTER")
-	if step == "" {
+	spec := os.Getenv("NEREUSCTL_TEST_CRASH_AFTER")
+	if spec == "" {
 		return retention.Hooks{}
 	}
+	step, nth := spec, 1
+	if i := strings.IndexByte(spec, '#'); i >= 0 {
+		step = spec[:i]
+		if n, err := strconv.Atoi(spec[i+1:]); err == nil && n > 0 {
+			nth = n
+		}
+	}
+	seen := 0
 	return retention.Hooks{After: func(s string) error {
 		if s == step {
-			fmt.Fprintf(os.Stderr, "nereusctl: test crash after step %s\n", s)
-			os.Exit(137)
+			if seen++; seen == nth {
+				fmt.Fprintf(os.Stderr, "nereusctl: test crash after step %s (#%d)\n", s, nth)
+				os.Exit(137)
+			}
 		}
 		return nil
 	}}

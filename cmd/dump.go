@@ -107,14 +107,14 @@ func runDump(cmd *cobra.Command, g *globals, opt dumplog.Options, arg string) er
 	if err != nil {
 		return err
 	}
+	var buf []byte
 	emit := func(l dumplog.Line) error {
 		if g.json() {
 			return writeJSONLine(w, l)
 		}
-		if _, err := w.WriteString(l.Text()); err != nil {
-			return err
-		}
-		return w.WriteByte('\n')
+		buf = append(l.AppendLine(buf[:0]), '\n')
+		_, err := w.Write(buf)
+		return err
 	}
 	sum, runErr := dumplog.Run(ctx, src, opt, emit)
 	if err := w.Flush(); err != nil {

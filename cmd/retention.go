@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -47,8 +46,9 @@ and stopping at the first that fails; never past the HW), and run the durable
 trim sequence where the log start moves. Physical deletion is left to gc.
 
 A lease in the store (leases/retention.json) excludes a concurrent run: a
-second run exits 4 saying who holds it and until when; an expired lease is
-taken over. Progress is written to a local file atomically after each
+second run exits 4 saying who holds it and until when. An expired lease, or
+one whose holder process died on this host (a killed cron job), is taken
+over. Progress is written to a local file atomically after each
 partition completes; a killed run, rerun with the same selection, resumes
 where it stopped (the partition it was on is redone, which is a no-op) and
 keeps the first run's clock. --dry-run takes no lease, writes no progress and
@@ -101,10 +101,9 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 	if progress == "" {
 		progress = retention.DefaultProgressFile(g.cfg.Store)
 	}
-	host, _ := os.Hostname()
 	rep, err := retention.RunJob(ctx, st, retention.JobOptions{
 		Partitions: tps, Selection: selection, Now: now, NowExplicit: nowExplicit, DryRun: o.dryRun,
-		ProgressFile: progress, StoreName: g.cfg.Store, Holder: fmt.Sprintf("%s/pid-%d", host, os.Getpid()),
+		ProgressFile: progress, StoreName: g.cfg.Store, Holder: lease.Holder(),
 		LeaseTTL: o.leaseTTL, Hooks: crashHooks(),
 	})
 	if err != nil {

@@ -8,6 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nereusctl/nereusctl/internal/layout"
@@ -63,10 +66,10 @@ func Acquire(ctx context.Context, st store.Store, name, holder string, ttl time.
 		}
 		return nil, fmt.Errorf("acquire lease %s: %w", name, err)
 	}
-	if cur.Holder != holder && t.UnixMilli() < cur.ExpiresMs {
+	if cur.Holder != holder && t.UnixMilli() < cur.ExpiresMs && !holderDeadHere(cur.Holder) {
 		return nil, &HeldError{Name: name, Holder: cur.Holder, Until: time.UnixMilli(cur.ExpiresMs)}
 	}
-	// Expired (or ours from a crashed run of the same holder): take over.
+	// Expired, or its holder died on this host: take over.
 	info, err = layout.Replace(ctx, st, key, &doc, etag)
 	if err != nil {
 		if errors.Is(err, store.ErrPreconditionFailed) {
@@ -103,4 +106,26 @@ func (l *Lease) Release(ctx context.Context) error {
 		return fmt.Errorf("release lease %s: %w", l.doc.Name, err)
 	}
 	return nil
+}
+
+// Holder names this process as a lease holder: "HOST/pid-N".
+func Holder() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s/pid-%d", host, os.Getpid())
+}
+
+// holderDeadHere reports a holder named by Holder on this host whose process
+// no longer exists: its lease is stale at once, not only at expiry (a killed
+// cron job on the same machine must not block the rerun for a whole TTL).
+func holderDeadHere(holder string) bool {
+	host, pidStr, ok := strings.Cut(holder, "/pid-")
+	if !ok {
+		return false
+	}
+	me, _ := os.Hostname()
+	pid, err := strconv.Atoi(pidStr)
+	if err != nil || pid <= 0 || host != me || pid == os.Getpid() {
+		return false
+	}
+	return !processAlive(pid)
 }

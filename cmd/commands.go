@@ -15,5 +15,11 @@ func addCommands(root *cobra.Command, g *globals) {
 		newDeleteRecordsCmd(g),
 		newRetentionCmd(g),
 		newGCCmd(g),
+		newCompletionCmd(g),
+		newGenDocsCmd(g),
+		newCompactCmd(g),
+		newVerifyCmd(g),
+		newQuarantineCmd(g),
+		newRepairCmd(g),
 	)
 }

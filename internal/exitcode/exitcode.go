@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
 
@@ -95,7 +96,7 @@ func Of(err error) Code {
 	switch {
 	case errors.Is(err, context.Canceled):
 		return Interrupted
-	case errors.Is(err, store.ErrPreconditionFailed):
+	case errors.Is(err, store.ErrPreconditionFailed), errors.Is(err, layout.ErrBlocked):
 		return Blocked
 	}
 	return Error

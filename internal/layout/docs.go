@@ -15,6 +15,20 @@ import (
 	"github.com/nereusctl/nereusctl/internal/store"
 )
 
+// ErrBlocked is returned by every read path (replay, dump, the read API,
+// compaction, trims) for a partition whose compacted coverage is
+// QUARANTINED: its coordinator is blocked until repair, and nothing may
+// fall back to COMMITTED data that compaction superseded.
+var ErrBlocked = errors.New("compacted coverage is quarantined: coordinator blocked")
+
+// CheckNotBlocked returns ErrBlocked for a quarantined binding.
+func (b *Binding) CheckNotBlocked() error {
+	if b.Coverage.State == CoverageQuarantined {
+		return fmt.Errorf("%s: %w (set %s); see 'nereusctl quarantine list' and 'nereusctl repair'", b.Name(), ErrBlocked, b.Coverage.SetID)
+	}
+	return nil
+}
+
 // MaxDocumentBytes caps every JSON document read from a store (DESIGN §14).
 const MaxDocumentBytes = 4 << 20
 
@@ -262,7 +276,21 @@ type CompactionParams struct {
 	HW                int64  `json:"hw"`
 	LSO               int64  `json:"lso"`
 	LogStart          int64  `json:"log_start"`
+	CleanEnd          int64  `json:"clean_end"`
+	PrevEnd           int64  `json:"prev_end"`
+	ObjectBytes       int    `json:"object_bytes"`
 	PrevSetID         string `json:"prev_set_id,omitempty"`
+	// Aborted are the aborted transactions with data in the compacted
+	// COMMITTED range (their markers may lie beyond it), so that a
+	// regenerate drops exactly the same records.
+	Aborted []AbortedRange `json:"aborted"`
+}
+
+// AbortedRange is one aborted transaction: producer, first offset, marker.
+type AbortedRange struct {
+	ProducerID  int64 `json:"producer_id"`
+	FirstOffset int64 `json:"first_offset"`
+	LastOffset  int64 `json:"last_offset"`
 }
 
 // Validate checks a generation manifest.

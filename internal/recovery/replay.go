@@ -89,6 +89,9 @@ type Options struct {
 
 // Replay runs the seven steps of DESIGN §6 for one binding.
 func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options) (*Result, error) {
+	if err := b.CheckNotBlocked(); err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
 	// 1. Read the head.
 	h, _, err := layout.LoadHead(ctx, st, b.StreamID)
 	if err != nil {

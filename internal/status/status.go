@@ -63,6 +63,14 @@ func Collect(ctx context.Context, st store.Store, tps []layout.TopicPartition, n
 		row.CoverageStart, row.CoverageEnd = b.Coverage.Start, b.Coverage.End
 		row.Blocked = b.Coverage.State == layout.CoverageQuarantined
 		row.CleanupPolicy = b.Config.CleanupPolicy
+		if row.Blocked {
+			// No replay of a blocked partition: show the head's bounds.
+			if h, _, err := layout.LoadHead(ctx, st, b.StreamID); err == nil {
+				row.LogStart, row.Head, row.LSO = h.Trim, h.Head, -1
+			}
+			out = append(out, row)
+			continue
+		}
 		res, err := recovery.Replay(ctx, st, b, recovery.Options{})
 		if err != nil {
 			row.Error = err.Error()

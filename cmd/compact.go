@@ -1,0 +1,176 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nereusctl/nereusctl/internal/compaction"
+	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/layout"
+)
+
+type compactOptions struct {
+	sel       partitionSel
+	dryRun    bool
+	now       string
+	maxMemory string
+}
+
+func newCompactCmd(g *globals) *cobra.Command {
+	o := &compactOptions{}
+	c := &cobra.Command{
+		Use:   "compact (TOPIC-PARTITION... | --all) [--dry-run] [--now RFC3339] [--max-memory BYTES]",
+		Short: "Offline key compaction into an NTC2 view, published as a TOPIC_COMPACTED generation",
+		Long: `Compact a partition whose cleanup.policy contains compact (DESIGN §8):
+  1 freeze the closed segments below the LSO (and older than
+    min.compaction.lag.ms) after the previous compacted set, the HW, LSO and
+    the exact source generations by manifest digest;
+  2 scan once for the latest offset per key with a bounded-memory offset map
+    (24 bytes per key, like Kafka's cleaner; beyond --max-memory the range is
+    cleaned in passes, spilling the view to a local temp file in between);
+    aborted transactional data, control records, keyless records and
+    tombstones past their delete horizon are dropped;
+  3 re-read the exact sources (any change aborts) and emit NTC2 rows;
+  4 PUT each object IfAbsent and verify it fully;
+  5 publish the TOPIC_COMPACTED generation;
+  6 CAS the binding's compacted coverage to the new gap-free set;
+  7 from then on readers take the compacted prefix from the view.
+A crash at any step leaves a task under tasks/; a rerun resumes it with the
+same clock and produces the same bytes, or restarts when a source changed.
+Never two active sets. --dry-run reports the plan and sizes and writes
+nothing.` + exitStatusHelp("4 when the partition's coverage is QUARANTINED (repair it first) or another compaction won the race"),
+		Example: `  nereusctl compact customers-0 --dry-run
+  nereusctl compact __consumer_offsets-0 --now 2026-11-29T03:00:00Z
+  nereusctl compact --all --max-memory 64MiB`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runCompact(cmd, g, o, args)
+		},
+	}
+	o.sel.addFlags(c, true)
+	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "report what compaction would do; write nothing")
+	c.Flags().StringVar(&o.now, "now", "", "the clock for tombstone delete horizons and min.compaction.lag.ms (RFC3339; default now)")
+	c.Flags().StringVar(&o.maxMemory, "max-memory", "256MiB", "offset map budget (24 bytes per key); beyond it compaction runs in passes")
+	return c
+}
+
+func runCompact(cmd *cobra.Command, g *globals, o *compactOptions, args []string) error {
+	ctx := cmd.Context()
+	now := time.Now()
+	if o.now != "" {
+		t, err := time.Parse(time.RFC3339, o.now)
+		if err != nil {
+			return exitcode.UsageErr(fmt.Errorf("--now %q: want RFC3339", o.now))
+		}
+		now = t
+	}
+	maxMem, err := parseBytes(o.maxMemory)
+	if err != nil || maxMem < 1024 {
+		return exitcode.UsageErr(fmt.Errorf("--max-memory %q: want a size of at least 1KiB, e.g. 64MiB", o.maxMemory))
+	}
+	st, err := g.store(ctx)
+	if err != nil {
+		return err
+	}
+	tps, err := o.sel.resolve(ctx, st, args)
+	if err != nil {
+		return err
+	}
+	if o.sel.all {
+		var keep []layout.TopicPartition
+		for _, tp := range tps {
+			b, _, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
+			if err == nil && b.Config.HasPolicy("compact") {
+				keep = append(keep, tp)
+			}
+		}
+		tps = keep
+	}
+	var results []map[string]any
+	var firstErr error
+	var details []string
+	rows := [][]string{}
+	for _, tp := range tps {
+		b, _, err := loadBinding(ctx, st, tp.String())
+		if err != nil {
+			return err
+		}
+		r, err := compaction.Compact(ctx, st, b, compaction.Options{NowMs: now.UnixMilli(), MaxMemory: maxMem, DryRun: o.dryRun})
+		entry := map[string]any{"topic": tp.Topic, "partition": tp.Partition, "result": r}
+		if err != nil {
+			entry["error"] = err.Error()
+			if firstErr == nil {
+				firstErr = err
+			}
+			rows = append(rows, []string{tp.String(), "error: " + err.Error(), "", "", "", "", ""})
+			results = append(results, entry)
+			continue
+		}
+		results = append(results, entry)
+		s := r.Stats
+		action := "compacted"
+		switch {
+		case r.UpToDate:
+			action = "up to date: " + r.Reason
+		case o.dryRun:
+			action = "would compact"
+		case r.Resumed:
+			action = "compacted (resumed an interrupted task)"
+		}
+		rangeStr := fmt.Sprintf("[%d, %d)", r.Plan.Base, r.Plan.End)
+		rows = append(rows, []string{tp.String(), action, rangeStr, fmt.Sprint(s.RecordsIn), fmt.Sprint(s.RowsOut), fmt.Sprint(s.BytesIn), fmt.Sprint(s.BytesOut)})
+		if !r.UpToDate {
+			details = append(details, fmt.Sprintf("%s: keys %d; tombstones kept %d, dropped %d; aborted records dropped %d; control %d; keyless %d; superseded %d; passes %d; offset map %d bytes; generation %d\n",
+				tp, s.Keys, s.TombstonesKept, s.TombstonesDropped, s.AbortedDropped, s.ControlDropped, s.KeylessDropped, s.Superseded, s.Passes, s.MapBytes, r.Gen))
+		}
+	}
+	if g.json() {
+		if err := writeJSON(g.stdout, map[string]any{"schema_version": SchemaVersion, "dry_run": o.dryRun, "partitions": nonNil(results)}); err != nil {
+			return err
+		}
+	} else {
+		if err := writeTable(g.stdout, []string{"PARTITION", "RESULT", "RANGE", "RECORDS IN", "ROWS OUT", "BYTES IN", "BYTES OUT"}, rows); err != nil {
+			return err
+		}
+		for _, d := range details {
+			fmt.Fprintln(g.stdout, d)
+		}
+	}
+	if firstErr != nil {
+		if errors.Is(firstErr, compaction.ErrBlocked) {
+			return exitcode.BlockedErr(firstErr, "repair the quarantined set first: 'nereusctl quarantine list', 'nereusctl repair'")
+		}
+		if errors.Is(firstErr, compaction.ErrNotCompacted) {
+			return exitcode.UsageErr(firstErr)
+		}
+		if isCorruption(firstErr) || errors.Is(firstErr, compaction.ErrSourceChanged) {
+			return exitcode.VerifyErr(firstErr)
+		}
+		return firstErr
+	}
+	return nil
+}
+
+// parseBytes parses sizes like 64MiB, 1GiB, 512KiB, 1000000.
+func parseBytes(s string) (int64, error) {
+	s = strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		m      int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1}} {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSuffix(s, u.suffix), u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return n * mult, nil
+}

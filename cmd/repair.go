@@ -1,0 +1,163 @@
+package cmd
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/repair"
+	"github.com/nereusctl/nereusctl/internal/store"
+)
+
+type repairOptions struct {
+	digest     string
+	fromFile   string
+	from       string
+	allFrom    string
+	regenerate bool
+	dryRun     bool
+}
+
+func newRepairCmd(g *globals) *cobra.Command {
+	o := &repairOptions{}
+	c := &cobra.Command{
+		Use:   "repair (TOPIC-PARTITION --digest sha256:HEX (--from-file PATH | --from URL | --regenerate) | --all-from URL) [--dry-run]",
+		Short: "Restore a quarantined compacted set by digest and re-activate it",
+		Long: `Repair quarantined compacted coverage. The candidate bytes for the member
+object with the expected digest come from a local file (--from-file), from
+another store holding the same keys such as a replica bucket (--from URL), or
+from re-running the deterministic compaction from the generation's recorded
+exact sources (--regenerate, only if every source still exists with its
+recorded digest). They are accepted only if their SHA-256 is the digest and
+every NTC2 block CRC passes; wrong bytes are refused with exit 3 and nothing
+changes. The restore is a guarded write (IfMatch on the damaged object's
+ETag, IfAbsent if it is missing). Then the whole set is re-verified deeply;
+when clean, the coverage is CASed back to ACTIVE and the quarantine record
+is archived under quarantine/archive/. A rerun after a crash finishes.
+
+--all-from URL repairs every damaged member of every quarantined set whose
+bytes the replica store holds.` + exitStatusHelp("3 when the candidate bytes are wrong (nothing changed)", "4 when the set is still quarantined after the repair (other members need repair)"),
+		Example: `  nereusctl repair __consumer_offsets-0 --digest sha256:3f5a... --from-file ./member.ntc2
+  nereusctl repair __consumer_offsets-0 --digest sha256:3f5a... --regenerate --dry-run
+  nereusctl repair --all-from s3://replica-bucket/nereus`,
+		Args: rangeArgs(0, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runRepair(cmd, g, o, args)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&o.digest, "digest", "", "sha256:HEX of the member object to restore (see 'nereusctl quarantine list')")
+	f.StringVar(&o.fromFile, "from-file", "", "take the candidate bytes from this local file")
+	f.StringVar(&o.from, "from", "", "take the candidate bytes from another store with the same keys (file:// or s3:// URL)")
+	f.BoolVar(&o.regenerate, "regenerate", false, "re-run the deterministic compaction from the recorded exact sources")
+	f.StringVar(&o.allFrom, "all-from", "", "repair every quarantined member found in this replica store")
+	f.BoolVar(&o.dryRun, "dry-run", false, "fetch and check the candidate bytes; write nothing")
+	return c
+}
+
+func runRepair(cmd *cobra.Command, g *globals, o *repairOptions, args []string) error {
+	ctx := cmd.Context()
+	sources := 0
+	for _, s := range []bool{o.fromFile != "", o.from != "", o.regenerate} {
+		if s {
+			sources++
+		}
+	}
+	if o.allFrom != "" {
+		if len(args) > 0 || sources > 0 || o.digest != "" {
+			return exitcode.UsageErr(errors.New("--all-from takes no partition, --digest or other source"))
+		}
+	} else if len(args) != 1 || o.digest == "" || sources != 1 {
+		return exitcode.UsageErr(errors.New("give TOPIC-PARTITION, --digest and exactly one of --from-file, --from, --regenerate (or --all-from URL)"))
+	}
+	st, err := g.store(ctx)
+	if err != nil {
+		return err
+	}
+	openReplica := func(url string) (store.Store, error) {
+		rs, err := openStore(ctx, Config{Store: url, S3Endpoint: g.cfg.S3Endpoint, S3Region: g.cfg.S3Region, S3PathStyle: g.cfg.S3PathStyle, S3AllowHTTP: g.cfg.S3AllowHTTP}, false)
+		if err != nil {
+			return nil, exitcode.UsageErr(fmt.Errorf("open replica store %s: %w", store.RedactURL(url), err))
+		}
+		return rs, nil
+	}
+	var results []*repair.Result
+	if o.allFrom != "" {
+		replica, err := openReplica(o.allFrom)
+		if err != nil {
+			return err
+		}
+		results, err = repair.AllFrom(ctx, st, replica, o.dryRun, time.Now().UnixMilli())
+		if rerr := renderRepair(g, results); rerr != nil {
+			return rerr
+		}
+		return repairExit(err, results)
+	}
+	digest, err := repair.ParseDigest(o.digest)
+	if err != nil {
+		return exitcode.UsageErr(err)
+	}
+	b, _, err := loadBinding(ctx, st, args[0])
+	if err != nil {
+		return err
+	}
+	ro := repair.Options{Digest: digest, FromFile: o.fromFile, Regenerate: o.regenerate, DryRun: o.dryRun}
+	if o.from != "" {
+		if ro.From, err = openReplica(o.from); err != nil {
+			return err
+		}
+	}
+	r, err := repair.Repair(ctx, st, b, ro)
+	if r != nil {
+		results = append(results, r)
+	}
+	if rerr := renderRepair(g, results); rerr != nil {
+		return rerr
+	}
+	return repairExit(err, results)
+}
+
+func renderRepair(g *globals, rs []*repair.Result) error {
+	if g.json() {
+		return writeJSON(g.stdout, map[string]any{"schema_version": SchemaVersion, "repairs": nonNil(rs)})
+	}
+	for _, r := range rs {
+		switch {
+		case r.DryRun && r.Accepted:
+			fmt.Fprintf(g.stdout, "%s: %s: candidate from %s has sha256:%s and passes every CRC; would restore it\n", r.Partition, r.Object, r.Source, r.Digest)
+		case r.Restored || r.AlreadyGood:
+			how := "restored from " + r.Source
+			if r.AlreadyGood {
+				how = "already holds the right bytes"
+			}
+			fmt.Fprintf(g.stdout, "%s: %s %s\n", r.Partition, r.Object, how)
+		}
+		if r.Reactivated {
+			fmt.Fprintf(g.stdout, "%s: set %s verified clean and ACTIVE again; quarantine record archived\n", r.Partition, r.SetID)
+		} else if len(r.Remaining) > 0 {
+			fmt.Fprintf(g.stdout, "%s: still QUARANTINED: %d findings remain; first: %s check on %s\n", r.Partition, len(r.Remaining), r.Remaining[0].Check, r.Remaining[0].Object)
+		}
+	}
+	return nil
+}
+
+func repairExit(err error, rs []*repair.Result) error {
+	if err != nil {
+		switch {
+		case errors.Is(err, repair.ErrWrongBytes):
+			return exitcode.Wrap(exitcode.Verify, err, "nothing was changed; find bytes with the expected digest (a replica bucket, a backup) or try --regenerate")
+		case errors.Is(err, repair.ErrNotQuarantined), errors.Is(err, repair.ErrUnknownDigest):
+			return exitcode.Wrap(exitcode.Usage, err, "see 'nereusctl quarantine list' for the quarantined sets and their member digests")
+		}
+		return err
+	}
+	for _, r := range rs {
+		if !r.DryRun && !r.Reactivated {
+			return exitcode.BlockedErr(fmt.Errorf("repair: %s is still quarantined", r.Partition), "repair the remaining members, then run 'nereusctl verify'")
+		}
+	}
+	return nil
+}

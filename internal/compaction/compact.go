@@ -1,0 +1,475 @@
+// Package compaction owns offline key compaction (DESIGN §8): freezing the
+// inputs, the bounded-memory scan for the latest offset per key, emitting
+// the NTC2 view, publishing the TOPIC_COMPACTED generation and activating
+// the binding's compacted coverage — plus the READ_COMMITTED read path that
+// serves the compacted prefix from the view and the tail from COMMITTED.
+//
+// Tasks and staging are workflow state; only a published generation plus
+// the binding's coverage CAS decide what a reader may use. It never falls
+// back to COMMITTED data under QUARANTINED coverage.
+package compaction
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/ntc2"
+	"github.com/nereusctl/nereusctl/internal/recovery"
+	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/stream"
+)
+
+// ErrBlocked is returned for a partition whose compacted coverage is
+// QUARANTINED: nothing may be read or compacted until it is repaired.
+var ErrBlocked = layout.ErrBlocked
+
+// ErrNotCompacted is returned for a topic whose cleanup.policy lacks compact.
+var ErrNotCompacted = errors.New("cleanup.policy does not contain compact")
+
+// Steps, for hooks and the crash harness.
+const (
+	StepFrozen    = "frozen"    // the task records the frozen inputs
+	StepWritten   = "written"   // every output object is PUT and verified
+	StepPublished = "published" // the TOPIC_COMPACTED manifest is published
+	StepActivated = "activated" // the binding's coverage points at the new set
+)
+
+// Options steer a compaction.
+type Options struct {
+	NowMs int64
+	// MaxMemory bounds the offset map (24 bytes per key, Kafka's bar);
+	// beyond it the range is processed in passes, spilling the view between
+	// passes to a local temp file.
+	MaxMemory int64
+	// ObjectBytes splits the output into NTC2 objects of about this size.
+	ObjectBytes int
+	DryRun      bool
+	TempDir     string
+	After       func(step string) error
+}
+
+// defaultObjectBytes splits the output into NTC2 objects of about 16 MiB.
+// It is part of the deterministic output: regenerate relies on it.
+const defaultObjectBytes = 16 << 20
+
+// DefaultMaxMemory is the default offset-map budget.
+const DefaultMaxMemory = 256 << 20
+
+// Plan is the frozen input of one compaction (step 1).
+type Plan struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	StreamID  string `json:"stream_id"`
+	// Base and End are the view's range: [log start, compacted end).
+	Base    int64 `json:"base"`
+	End     int64 `json:"end"`
+	PrevEnd int64 `json:"prev_end"`
+	// Params are recorded in the manifest, so that a regenerate reproduces
+	// the bytes exactly.
+	Params  layout.CompactionParams `json:"params"`
+	Sources []layout.SourceRef      `json:"sources"`
+
+	LogStart int64 `json:"-"`
+	prev     []source
+	new      []source
+	aborts   abortIndex
+	binding  *layout.Binding
+}
+
+// Result is the outcome of a compaction.
+type Result struct {
+	Plan      *Plan              `json:"plan"`
+	Stats     Stats              `json:"stats"`
+	UpToDate  bool               `json:"up_to_date"`
+	Reason    string             `json:"reason,omitempty"`
+	Gen       int64              `json:"gen"`
+	SetID     string             `json:"set_id,omitempty"`
+	Objects   []layout.ObjectRef `json:"objects"`
+	Resumed   bool               `json:"resumed"`
+	Activated bool               `json:"activated"`
+	DryRun    bool               `json:"dry_run"`
+}
+
+// Freeze is step 1: the closed segments below the LSO (and old enough for
+// min.compaction.lag.ms) after the previous compacted set, the HW, LSO,
+// cleanup.policy, aborted ranges and the exact source generations by
+// manifest digest.
+func Freeze(ctx context.Context, st store.Store, b *layout.Binding, nowMs int64) (*Plan, string, error) {
+	if !b.Config.HasPolicy("compact") {
+		return nil, "", fmt.Errorf("compact %s: %w (it is %q)", b.Name(), ErrNotCompacted, b.Config.CleanupPolicy)
+	}
+	if err := b.CheckNotBlocked(); err != nil {
+		return nil, "", fmt.Errorf("compact: %w", err)
+	}
+	res, err := recovery.Replay(ctx, st, b, recovery.Options{})
+	if err != nil {
+		return nil, "", fmt.Errorf("compact %s: %w", b.Name(), err)
+	}
+	p := &Plan{Topic: b.Topic, Partition: b.Partition, StreamID: b.StreamID, LogStart: res.State.LogStart, binding: b}
+	p.Base = res.State.LogStart
+	p.PrevEnd = p.Base
+	p.Params = layout.CompactionParams{NowMs: nowMs, DeleteRetentionMs: b.Config.DeleteRetentionMs, HW: res.State.HW(), LSO: res.State.LSO(), LogStart: res.State.LogStart}
+	if b.Coverage.State == layout.CoverageActive {
+		p.Params.PrevSetID = b.Coverage.SetID
+		p.PrevEnd = max(b.Coverage.End, p.Base)
+		for _, m := range b.Coverage.Members {
+			g, sum, err := layout.LoadGeneration(ctx, st, b.StreamID, m.Gen)
+			if err != nil {
+				return nil, "", fmt.Errorf("compact %s: previous set member %d: %w", b.Name(), m.Gen, err)
+			}
+			if sum != m.ManifestSHA256 {
+				return nil, "", fmt.Errorf("compact %s: %w: previous set member %d has manifest sha256 %s, the binding recorded %s", b.Name(), ErrSourceChanged, m.Gen, sum, m.ManifestSHA256)
+			}
+			p.prev = append(p.prev, source{gen: g, sha256: sum})
+		}
+		sort.Slice(p.prev, func(i, j int) bool { return p.prev[i].gen.Base < p.prev[j].gen.Base })
+	}
+	gens, err := layout.ListGenerations(ctx, st, b.StreamID)
+	if err != nil {
+		return nil, "", err
+	}
+	var committed []source
+	for _, n := range gens {
+		g, sum, err := layout.LoadGeneration(ctx, st, b.StreamID, n)
+		if err != nil {
+			return nil, "", err
+		}
+		if g.Kind == layout.KindCommitted && g.End > p.PrevEnd {
+			committed = append(committed, source{gen: g, sha256: sum})
+		}
+	}
+	sort.Slice(committed, func(i, j int) bool { return committed[i].gen.Base < committed[j].gen.Base })
+	// firstUncleanable (LogCleanerManager): nothing at or above the LSO,
+	// nothing in the open segment, nothing younger than
+	// min.compaction.lag.ms; whole segments only.
+	end, reason := p.PrevEnd, ""
+	for _, s := range committed {
+		if s.gen.Base > end {
+			reason = fmt.Sprintf("a gap before generation %d at %d", s.gen.Gen, s.gen.Base)
+			break
+		}
+		if s.gen.End > p.Params.LSO {
+			reason = fmt.Sprintf("segment [%d, %d) reaches the LSO %d", s.gen.Base, s.gen.End, p.Params.LSO)
+			break
+		}
+		if lag := b.Config.MinCompactionLagMs; lag > 0 && s.gen.MaxTimestamp > nowMs-lag {
+			reason = fmt.Sprintf("segment [%d, %d) is younger than min.compaction.lag.ms", s.gen.Base, s.gen.End)
+			break
+		}
+		p.new = append(p.new, s)
+		end = s.gen.End
+	}
+	p.End = end
+	p.Params.CleanEnd = end
+	p.Params.PrevEnd = p.PrevEnd
+	p.Params.Aborted = []layout.AbortedRange{}
+	for _, a := range res.State.Aborted {
+		if a.FirstOffset < end && a.LastOffset >= p.PrevEnd {
+			p.Params.Aborted = append(p.Params.Aborted, layout.AbortedRange{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset, LastOffset: a.LastOffset})
+		}
+	}
+	p.aborts = newAbortIndex(p.Params.Aborted)
+	for _, s := range p.prev {
+		p.Sources = append(p.Sources, layout.SourceRef{Gen: s.gen.Gen, ManifestSHA256: s.sha256})
+	}
+	for _, s := range p.new {
+		p.Sources = append(p.Sources, layout.SourceRef{Gen: s.gen.Gen, ManifestSHA256: s.sha256})
+	}
+	if reason == "" && len(p.new) == 0 {
+		reason = "no closed segment below the LSO since the last compaction"
+	}
+	return p, reason, nil
+}
+
+// Compact runs the seven steps of DESIGN §8 for one binding. A rerun after a
+// crash at any step resumes the task with its frozen inputs (same bytes,
+// same generation) or, when a source changed, restarts cleanly.
+func Compact(ctx context.Context, st store.Store, b *layout.Binding, o Options) (*Result, error) {
+	after := func(step string) error {
+		if o.After == nil {
+			return nil
+		}
+		return o.After(step)
+	}
+	if o.ObjectBytes <= 0 {
+		o.ObjectBytes = defaultObjectBytes
+	}
+	if o.MaxMemory <= 0 {
+		o.MaxMemory = DefaultMaxMemory
+	}
+	out := &Result{Gen: -1, DryRun: o.DryRun, Objects: []layout.ObjectRef{}}
+	// An interrupted task for this stream resumes with its frozen clock.
+	task, taskETag, err := loadTask(ctx, st, b.StreamID)
+	if err != nil {
+		return nil, err
+	}
+	nowMs := o.NowMs
+	if task != nil && !o.DryRun {
+		nowMs = task.Plan.Params.NowMs
+	}
+	p, reason, err := Freeze(ctx, st, b, nowMs)
+	if err != nil {
+		return nil, err
+	}
+	p.Params.ObjectBytes = o.ObjectBytes
+	out.Plan = p
+	if task != nil && !o.DryRun {
+		if sameInputs(task.Plan, p) {
+			out.Resumed = true
+		} else {
+			// The inputs moved on (new segments, another compaction):
+			// the old task's outputs are staging for gc; start over
+			// with a fresh clock.
+			if err := st.Delete(ctx, taskKey(b.StreamID), store.IfMatch(taskETag)); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return nil, fmt.Errorf("compact %s: drop stale task: %w", b.Name(), err)
+			}
+			task, taskETag = nil, ""
+			if nowMs != o.NowMs {
+				if p, reason, err = Freeze(ctx, st, b, o.NowMs); err != nil {
+					return nil, err
+				}
+				p.Params.ObjectBytes = o.ObjectBytes
+				out.Plan = p
+			}
+		}
+	}
+	if reason != "" && len(p.new) == 0 {
+		out.UpToDate, out.Reason = true, reason
+		if task != nil {
+			_ = st.Delete(ctx, taskKey(b.StreamID), store.IfMatch(taskETag))
+		}
+		return out, nil
+	}
+	out.Reason = reason
+	if !o.DryRun && task == nil {
+		task = &Task{StreamID: b.StreamID, Plan: p, Step: StepFrozen}
+		info, err := layout.Create(ctx, st, taskKey(b.StreamID), task)
+		if err != nil {
+			return nil, fmt.Errorf("compact %s: record task: %w", b.Name(), err)
+		}
+		taskETag = info.ETag
+		if err := after(StepFrozen); err != nil {
+			return out, err
+		}
+	}
+
+	// 2-4. Scan, re-read and emit; PUT and verify each object.
+	em := &emitter{ctx: ctx, st: st, p: p, limit: o.ObjectBytes, dryRun: o.DryRun, stats: &out.Stats}
+	if err := p.run(ctx, st, o, em, &out.Stats); err != nil {
+		return out, fmt.Errorf("compact %s: %w", b.Name(), err)
+	}
+	out.Objects = em.refs
+	if o.DryRun {
+		return out, nil
+	}
+	task.Step, task.Objects = StepWritten, em.refs
+	if taskETag, err = saveTask(ctx, st, task, taskETag); err != nil {
+		return out, err
+	}
+	if err := after(StepWritten); err != nil {
+		return out, err
+	}
+
+	// 5. Publish the TOPIC_COMPACTED generation (reusing one a crashed run
+	// already published with the same content).
+	g := &layout.Generation{
+		StreamID: b.StreamID, Kind: layout.KindTopicCompacted, Base: p.Base, End: p.End,
+		Objects: em.refs, Sources: p.Sources, MaxTimestamp: -1, CreatedMs: p.Params.NowMs, Compaction: &p.Params,
+	}
+	gen, sum, err := publish(ctx, st, g)
+	if err != nil {
+		return out, fmt.Errorf("compact %s: %w", b.Name(), err)
+	}
+	out.Gen = gen
+	task.Step, task.Gen = StepPublished, gen
+	if taskETag, err = saveTask(ctx, st, task, taskETag); err != nil {
+		return out, err
+	}
+	if err := after(StepPublished); err != nil {
+		return out, err
+	}
+
+	// 6. Activate the new gap-free set in the binding.
+	members := []layout.SetMember{{Gen: gen, ManifestSHA256: sum}}
+	out.SetID = layout.SetID(members)
+	if err := activate(ctx, st, b, p, members); err != nil {
+		return out, err
+	}
+	out.Activated = true
+	if err := after(StepActivated); err != nil {
+		return out, err
+	}
+	// 7. Readers now take [Base, End) from the view. The task is done.
+	if err := st.Delete(ctx, taskKey(b.StreamID), store.IfMatch(taskETag)); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return out, fmt.Errorf("compact %s: remove task: %w", b.Name(), err)
+	}
+	return out, nil
+}
+
+// activate CASes the binding's coverage from the frozen previous set to the
+// new one; a lost response that landed is recognised.
+func activate(ctx context.Context, st store.Store, b *layout.Binding, p *Plan, members []layout.SetMember) error {
+	want := layout.Coverage{State: layout.CoverageActive, SetID: layout.SetID(members), Start: p.Base, End: p.End, Members: members}
+	for attempt := 0; attempt < 4; attempt++ {
+		cur, etag, err := layout.LoadBinding(ctx, st, b.Topic, b.Partition)
+		if err != nil {
+			return fmt.Errorf("activate coverage of %s: %w", b.Name(), err)
+		}
+		if cur.Coverage.SetID == want.SetID && cur.Coverage.State == layout.CoverageActive {
+			*b = *cur
+			return nil
+		}
+		if cur.Coverage.State == layout.CoverageQuarantined {
+			return fmt.Errorf("activate coverage of %s: %w", b.Name(), ErrBlocked)
+		}
+		if cur.Coverage.SetID != p.Params.PrevSetID {
+			return fmt.Errorf("activate coverage of %s: another compaction activated set %s meanwhile: %w", b.Name(), cur.Coverage.SetID, store.ErrPreconditionFailed)
+		}
+		nb := *cur
+		nb.Coverage = want
+		nb.Version++
+		if _, err := layout.Replace(ctx, st, layout.BindingKey(b.Topic, b.Partition), &nb, etag); err == nil {
+			*b = nb
+			return nil
+		} else if !errors.Is(err, store.ErrPreconditionFailed) {
+			return fmt.Errorf("activate coverage of %s: %w", b.Name(), err)
+		}
+	}
+	return fmt.Errorf("activate coverage of %s: the binding keeps changing: %w", b.Name(), store.ErrPreconditionFailed)
+}
+
+// publish writes g under the first free generation number, unless a
+// generation with the same content (objects, sources, range, parameters)
+// exists already, which it reuses.
+func publish(ctx context.Context, st store.Store, g *layout.Generation) (int64, string, error) {
+	gens, err := layout.ListGenerations(ctx, st, g.StreamID)
+	if err != nil {
+		return 0, "", err
+	}
+	next := int64(0)
+	for i := len(gens) - 1; i >= 0; i-- {
+		next = max(next, gens[i]+1)
+		old, sum, err := layout.LoadGeneration(ctx, st, g.StreamID, gens[i])
+		if err != nil {
+			return 0, "", err
+		}
+		if old.Kind == layout.KindTopicCompacted && sameContent(old, g) {
+			return old.Gen, sum, nil
+		}
+		if old.Kind == layout.KindTopicCompacted {
+			break // only the newest compacted generation can be ours
+		}
+	}
+	gen, err := stream.PublishGeneration(ctx, st, g, next)
+	if err != nil {
+		return 0, "", err
+	}
+	return gen, layout.DocSHA256(g), nil
+}
+
+func sameContent(a, b *layout.Generation) bool {
+	x, y := *a, *b
+	x.Gen, y.Gen = 0, 0
+	return string(layout.Encode(&x)) == string(layout.Encode(&y))
+}
+
+// emitter writes the final rows as NTC2 objects of about limit bytes and,
+// unless in a dry run, PUTs and verifies each (step 4).
+type emitter struct {
+	ctx    context.Context
+	st     store.Store
+	p      *Plan
+	limit  int
+	dryRun bool
+	stats  *Stats
+	w      *ntc2.Writer
+	base   int64
+	last   int64
+	refs   []layout.ObjectRef
+	// onObject, when set, receives every finished object instead of the
+	// store (regenerate).
+	onObject func(ref layout.ObjectRef, data []byte)
+}
+
+func (e *emitter) add(r *ntc2.Row) error {
+	if e.w == nil {
+		e.w = ntc2.NewWriter(ntc2.Meta{Base: e.base, End: e.p.End, Sources: ntcSources(e.p.Sources)})
+	}
+	if err := e.w.Add(*r); err != nil {
+		return err
+	}
+	e.last = r.Offset
+	if e.w.Len() >= e.limit {
+		return e.flush(r.Offset + 1)
+	}
+	return nil
+}
+
+func ntcSources(rs []layout.SourceRef) []ntc2.Source {
+	out := make([]ntc2.Source, len(rs))
+	for i, r := range rs {
+		out[i] = ntc2.Source{Gen: r.Gen, ManifestSHA256: r.ManifestSHA256}
+	}
+	return out
+}
+
+// flush finishes the current object at end and stores it.
+func (e *emitter) flush(end int64) error {
+	if e.w == nil {
+		if end <= e.base || len(e.refs) > 0 {
+			return nil
+		}
+		// An empty view still gets one (empty) object for its range.
+		e.w = ntc2.NewWriter(ntc2.Meta{Base: e.base, End: e.p.End, Sources: ntcSources(e.p.Sources)})
+	}
+	if err := e.w.SetEnd(end); err != nil {
+		return err
+	}
+	data, f, err := e.w.Finish()
+	if err != nil {
+		return err
+	}
+	e.w = nil
+	sum := store.SHA256Of(data)
+	ref := layout.ObjectRef{Key: CompactedKey(e.p.StreamID, sum), Base: e.base, End: end, Size: int64(len(data)), ETag: store.ETagOf(data), CRC32C: stream.CRC32C(data), SHA256: sum}
+	e.stats.Objects++
+	e.stats.BytesOut += int64(len(data))
+	e.stats.Keys += f.Keys
+	e.base = end
+	e.refs = append(e.refs, ref)
+	if e.onObject != nil {
+		e.onObject(ref, data)
+		return nil
+	}
+	if e.dryRun {
+		return nil
+	}
+	if _, err := e.st.Put(e.ctx, ref.Key, data, store.IfAbsent()); err != nil {
+		return fmt.Errorf("put %s: %w", ref.Key, err)
+	}
+	// Full verification of what the store now holds.
+	back, err := e.st.Get(e.ctx, ref.Key, nil)
+	if err != nil {
+		return fmt.Errorf("verify %s: %w", ref.Key, err)
+	}
+	if got := store.SHA256Of(back); got != sum {
+		return fmt.Errorf("verify %s: read back sha256 %s, wrote %s", ref.Key, got, sum)
+	}
+	r, err := ntc2.Open(back)
+	if err != nil {
+		return fmt.Errorf("verify %s: %w", ref.Key, err)
+	}
+	if fs := r.Verify(); len(fs) > 0 {
+		return fmt.Errorf("verify %s: %s check failed: %s", ref.Key, fs[0].Check, fs[0].Detail)
+	}
+	return nil
+}
+
+// CompactedKey is where an NTC2 object lives: content-addressed, so a rerun
+// that produces the same bytes writes the same key.
+func CompactedKey(sid, sha256 string) string {
+	return layout.StreamPrefix(sid) + "compacted/" + sha256 + ".ntc2"
+}

@@ -1,0 +1,310 @@
+// Package repair owns the repair of quarantined compacted coverage by
+// digest (DESIGN §9): take candidate bytes from a local file, a replica
+// store or a deterministic regeneration; accept them only if their SHA-256
+// is the expected digest and every CRC passes; restore them with a guarded
+// write; re-verify the whole set; re-activate the coverage and archive the
+// quarantine record.
+//
+// Wrong bytes change nothing. A crash at any step leaves the set either
+// ACTIVE with the right bytes or still QUARANTINED; a rerun finishes.
+package repair
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/nereusctl/nereusctl/internal/compaction"
+	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/ntc2"
+	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/verify"
+)
+
+// ErrWrongBytes: the candidate does not have the expected digest or fails
+// a CRC. Nothing was changed.
+var ErrWrongBytes = errors.New("candidate bytes refused")
+
+// ErrNotQuarantined: the partition's coverage is not QUARANTINED.
+var ErrNotQuarantined = errors.New("coverage is not quarantined")
+
+// ErrUnknownDigest: no member object of the quarantined set has the digest.
+var ErrUnknownDigest = errors.New("digest not in the quarantined set")
+
+// Steps, for hooks and the crash harness.
+const (
+	StepRestored    = "restored"
+	StepReactivated = "reactivated"
+	StepArchived    = "archived"
+)
+
+// Options say where candidate bytes come from.
+type Options struct {
+	Digest     string // hex SHA-256 of the member to restore
+	FromFile   string
+	From       store.Store // a replica store holding the same keys
+	Regenerate bool
+	DryRun     bool
+	NowMs      int64
+	After      func(step string) error
+}
+
+// Result says what a repair did.
+type Result struct {
+	Partition   string           `json:"partition"`
+	SetID       string           `json:"set_id"`
+	Object      string           `json:"object"`
+	Digest      string           `json:"digest"`
+	Source      string           `json:"source"`
+	Accepted    bool             `json:"accepted"`
+	Restored    bool             `json:"restored"`     // bytes were written
+	AlreadyGood bool             `json:"already_good"` // the store already held the right bytes
+	Reactivated bool             `json:"reactivated"`  // coverage is ACTIVE again
+	Remaining   []verify.Finding `json:"remaining"`    // coverage findings left after the repair
+	DryRun      bool             `json:"dry_run"`
+}
+
+// member finds the set member object with the digest.
+func member(ctx context.Context, st store.Store, b *layout.Binding, digest string) (*layout.Generation, layout.ObjectRef, error) {
+	for _, m := range b.Coverage.Members {
+		g, _, err := layout.LoadGeneration(ctx, st, b.StreamID, m.Gen)
+		if err != nil {
+			continue
+		}
+		for _, o := range g.Objects {
+			if o.SHA256 == digest {
+				return g, o, nil
+			}
+		}
+	}
+	return nil, layout.ObjectRef{}, fmt.Errorf("%w: sha256:%s is not the digest of any member object of set %s", ErrUnknownDigest, digest, b.Coverage.SetID)
+}
+
+// ParseDigest accepts "sha256:HEX" or "HEX".
+func ParseDigest(s string) (string, error) {
+	d := strings.TrimPrefix(s, "sha256:")
+	if len(d) != 64 || strings.Trim(d, "0123456789abcdef") != "" {
+		return "", fmt.Errorf("--digest %q: want sha256:<64 lowercase hex digits>", s)
+	}
+	return d, nil
+}
+
+// Repair restores one member object of b's quarantined set.
+func Repair(ctx context.Context, st store.Store, b *layout.Binding, o Options) (*Result, error) {
+	if o.NowMs == 0 {
+		o.NowMs = time.Now().UnixMilli()
+	}
+	after := func(step string) error {
+		if o.After == nil {
+			return nil
+		}
+		return o.After(step)
+	}
+	res := &Result{Partition: b.Name(), SetID: b.Coverage.SetID, Digest: o.Digest, DryRun: o.DryRun, Remaining: []verify.Finding{}}
+	if b.Coverage.State != layout.CoverageQuarantined {
+		return res, fmt.Errorf("repair %s: %w (it is %s)", b.Name(), ErrNotQuarantined, b.Coverage.State)
+	}
+	g, ref, err := member(ctx, st, b, o.Digest)
+	if err != nil {
+		return res, fmt.Errorf("repair %s: %w", b.Name(), err)
+	}
+	res.Object = ref.Key
+
+	// The store may already hold the right bytes (a rerun after a crash).
+	cur, curErr := st.Get(ctx, ref.Key, nil)
+	if curErr == nil && store.SHA256Of(cur) == o.Digest {
+		res.AlreadyGood, res.Source = true, "store"
+	} else {
+		data, src, err := candidate(ctx, st, g, ref, o)
+		res.Source = src
+		if err != nil {
+			return res, fmt.Errorf("repair %s: %w", b.Name(), err)
+		}
+		if err := accept(data, o.Digest); err != nil {
+			return res, fmt.Errorf("repair %s: %s from %s: %w", b.Name(), ref.Key, src, err)
+		}
+		res.Accepted = true
+		if o.DryRun {
+			return res, nil
+		}
+		// Guarded restore: IfMatch on the damaged object's ETag, IfAbsent
+		// when it is missing.
+		guard := store.IfAbsent()
+		if curErr == nil {
+			info, err := st.Head(ctx, ref.Key)
+			if err != nil {
+				return res, fmt.Errorf("repair %s: %w", b.Name(), err)
+			}
+			guard = store.IfMatch(info.ETag)
+		} else if !errors.Is(curErr, store.ErrNotFound) {
+			return res, fmt.Errorf("repair %s: read %s: %w", b.Name(), ref.Key, curErr)
+		}
+		if _, err := st.Put(ctx, ref.Key, data, guard); err != nil {
+			return res, fmt.Errorf("repair %s: restore %s: %w", b.Name(), ref.Key, err)
+		}
+		res.Restored = true
+	}
+	res.Accepted = true
+	if o.DryRun {
+		return res, nil
+	}
+	if err := after(StepRestored); err != nil {
+		return res, err
+	}
+	return res, reactivate(ctx, st, b, res, o, after)
+}
+
+// reactivate re-verifies the whole set deeply and, when clean, CASes the
+// coverage back to ACTIVE and archives the quarantine record.
+func reactivate(ctx context.Context, st store.Store, b *layout.Binding, res *Result, o Options, after func(string) error) error {
+	rep, err := verify.Partition(ctx, st, b, verify.Options{Deep: true, NoQuarantine: true, NowMs: o.NowMs})
+	if err != nil {
+		return fmt.Errorf("repair %s: re-verify: %w", b.Name(), err)
+	}
+	for _, f := range rep.Findings {
+		if f.Scope == verify.ScopeCoverage {
+			res.Remaining = append(res.Remaining, f)
+		}
+	}
+	if len(res.Remaining) > 0 {
+		return nil // still QUARANTINED: other members need repair
+	}
+	for attempt := 0; ; attempt++ {
+		cur, etag, err := layout.LoadBinding(ctx, st, b.Topic, b.Partition)
+		if err != nil {
+			return err
+		}
+		if cur.Coverage.SetID != res.SetID {
+			return fmt.Errorf("repair %s: the coverage moved to set %s meanwhile: %w", b.Name(), cur.Coverage.SetID, store.ErrPreconditionFailed)
+		}
+		if cur.Coverage.State == layout.CoverageActive {
+			*b = *cur
+			break
+		}
+		nb := *cur
+		nb.Coverage.State = layout.CoverageActive
+		nb.Version++
+		_, err = layout.Replace(ctx, st, layout.BindingKey(b.Topic, b.Partition), &nb, etag)
+		if err == nil {
+			*b = nb
+			break
+		}
+		if !errors.Is(err, store.ErrPreconditionFailed) || attempt > 3 {
+			return fmt.Errorf("repair %s: reactivate coverage: %w", b.Name(), err)
+		}
+	}
+	res.Reactivated = true
+	if err := after(StepReactivated); err != nil {
+		return err
+	}
+	return archive(ctx, st, res, o.NowMs)
+}
+
+// archive moves the quarantine record under quarantine/archive/ with what
+// the repair did.
+func archive(ctx context.Context, st store.Store, res *Result, nowMs int64) error {
+	key := layout.QuarantineKey(res.SetID)
+	var q layout.Quarantine
+	etag, err := layout.Load(ctx, st, key, &q)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // archived by an earlier run
+	}
+	if err != nil {
+		return fmt.Errorf("archive quarantine record %s: %w", key, err)
+	}
+	q.Repair = &layout.RepairRecord{RepairedMs: nowMs, Source: res.Source, Restored: []string{res.Object}}
+	if _, err := layout.Create(ctx, st, layout.QuarantineArchiveKey(res.SetID, q.CreatedMs), &q); err != nil && !errors.Is(err, store.ErrPreconditionFailed) {
+		return fmt.Errorf("archive quarantine record %s: %w", key, err)
+	}
+	if err := st.Delete(ctx, key, store.IfMatch(etag)); err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrPreconditionFailed) {
+		return fmt.Errorf("archive quarantine record %s: %w", key, err)
+	}
+	return nil
+}
+
+// candidate fetches the bytes offered for ref.
+func candidate(ctx context.Context, st store.Store, g *layout.Generation, ref layout.ObjectRef, o Options) ([]byte, string, error) {
+	switch {
+	case o.FromFile != "":
+		f, err := os.Open(o.FromFile)
+		if err != nil {
+			return nil, "file " + o.FromFile, err
+		}
+		defer f.Close()
+		b, err := store.ReadAllCapped(f, 1<<30)
+		return b, "file " + o.FromFile, err
+	case o.From != nil:
+		b, err := o.From.Get(ctx, ref.Key, nil)
+		return b, "replica " + o.From.String(), err
+	case o.Regenerate:
+		var found []byte
+		err := compaction.Regenerate(ctx, st, g, 0, func(r layout.ObjectRef, data []byte) {
+			if r.SHA256 == ref.SHA256 {
+				found = data
+			}
+		})
+		if err != nil {
+			return nil, "regenerate", err
+		}
+		if found == nil {
+			return nil, "regenerate", fmt.Errorf("%w: regenerating generation %d produced no object with sha256 %s", ErrWrongBytes, g.Gen, ref.SHA256)
+		}
+		return found, "regenerate", nil
+	}
+	return nil, "", errors.New("no source: give --from-file, --from or --regenerate")
+}
+
+// accept checks the candidate's digest and every CRC.
+func accept(data []byte, digest string) error {
+	if got := store.SHA256Of(data); got != digest {
+		return fmt.Errorf("%w: sha256 %s, expected %s", ErrWrongBytes, got, digest)
+	}
+	r, err := ntc2.Open(data)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrWrongBytes, err)
+	}
+	if fs := r.Verify(); len(fs) > 0 {
+		return fmt.Errorf("%w: %s check failed: %s", ErrWrongBytes, fs[0].Check, fs[0].Detail)
+	}
+	return nil
+}
+
+// AllFrom repairs every damaged member of every quarantined set from a
+// replica store holding the same keys.
+func AllFrom(ctx context.Context, st, replica store.Store, dryRun bool, nowMs int64) ([]*Result, error) {
+	recs, err := verify.Records(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Result
+	for _, q := range recs {
+		b, _, err := layout.LoadBinding(ctx, st, q.Topic, q.Partition)
+		if err != nil {
+			return out, err
+		}
+		if b.Coverage.State != layout.CoverageQuarantined || b.Coverage.SetID != q.SetID {
+			continue
+		}
+		for _, m := range b.Coverage.Members {
+			g, _, err := layout.LoadGeneration(ctx, st, b.StreamID, m.Gen)
+			if err != nil {
+				continue
+			}
+			for _, ref := range g.Objects {
+				cur, err := st.Get(ctx, ref.Key, nil)
+				if err == nil && store.SHA256Of(cur) == ref.SHA256 {
+					continue
+				}
+				r, err := Repair(ctx, st, b, Options{Digest: ref.SHA256, From: replica, DryRun: dryRun, NowMs: nowMs})
+				out = append(out, r)
+				if err != nil {
+					return out, err
+				}
+			}
+		}
+	}
+	return out, nil
+}

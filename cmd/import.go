@@ -123,23 +123,26 @@ reports everything but writes nothing.` + exitStatusHelp(
 
 func runImport(cmd *cobra.Command, g *globals, o *importOptions) error {
 	ctx := cmd.Context()
+	// Check the directory before the store is opened (and, for a real
+	// import, created).
+	im, err := importer.Prepare(o.Options)
+	if err != nil {
+		return importErr(err)
+	}
 	var st store.Store
 	if o.DryRun {
 		// A dry run checks the binding when the store is there, but never
 		// creates it.
-		s, err := g.store(ctx)
-		if err == nil {
+		if s, err := g.store(ctx); err == nil {
 			st = s
 		}
 	} else {
 		g.createStore = true
-		s, err := g.store(ctx)
-		if err != nil {
+		if st, err = g.store(ctx); err != nil {
 			return err
 		}
-		st = s
 	}
-	res, err := importer.Run(ctx, st, o.Options)
+	res, err := im.Run(ctx, st)
 	if err != nil {
 		return importErr(err)
 	}

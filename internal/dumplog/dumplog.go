@@ -1,0 +1,507 @@
+// Package dumplog owns `dump`: walking a partition's batches in offset
+// order and describing each batch, and with deep iteration each record,
+// the way kafka-dump-log does (DumpLogSegments.scala: the batch line, the
+// "| offset: …" record line, end-transaction markers, the offsets and
+// transaction-log decoders). It produces structured lines; the command
+// renders them as text (Line.Text) or as one JSON object per line.
+//
+// Batches come from a Source (source.go), the seam that lets a later
+// READ_COMMITTED view of a compacted topic replace the COMMITTED objects
+// without touching the dump itself.
+//
+// It never writes to the store and never changes what it reads. Everything
+// it reads is untrusted: records are decoded with kafka.DefaultLimits and a
+// batch that fails its CRC or cannot be decoded is reported, not trusted.
+package dumplog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/nereusctl/nereusctl/internal/kafka"
+	"github.com/nereusctl/nereusctl/internal/kafka/coord"
+)
+
+// Decoder names a coordinator-record decoder for --decoder.
+type Decoder string
+
+// The decoders: kafka-dump-log's --offsets-decoder and
+// --transaction-log-decoder.
+const (
+	DecoderNone    Decoder = ""
+	DecoderOffsets Decoder = "offsets"
+	DecoderTxn     Decoder = "txn"
+)
+
+// ParseDecoder accepts "", "offsets" and "txn".
+func ParseDecoder(s string) (Decoder, error) {
+	switch d := Decoder(s); d {
+	case DecoderNone, DecoderOffsets, DecoderTxn:
+		return d, nil
+	}
+	return DecoderNone, fmt.Errorf("decoder %q: want offsets or txn", s)
+}
+
+// Options steer a dump.
+type Options struct {
+	// From is the first offset to show; -1 (or anything below the log
+	// start) means the log start. The batch containing From is shown whole;
+	// with Deep its records below From are skipped.
+	From int64
+	// Count limits the output to Count batches, or Count records with Deep;
+	// 0 means no limit.
+	Count int64
+	// Deep decodes every batch and shows one line per record.
+	Deep bool
+	// Decoder decodes record keys and values as coordinator records (needs
+	// Deep).
+	Decoder Decoder
+	// VerifyCRC checks every batch's CRC (Deep always does).
+	VerifyCRC bool
+}
+
+// ErrInvalid reports that the dump met batches that failed their CRC or
+// could not be decoded; they were shown with isvalid: false. It wraps
+// kafka.ErrCorrupt.
+var ErrInvalid = fmt.Errorf("invalid batches: %w", kafka.ErrCorrupt)
+
+// Summary says what a dump showed.
+type Summary struct {
+	Source   string `json:"source"`
+	LogStart int64  `json:"log_start"`
+	Head     int64  `json:"head"`
+	From     int64  `json:"from"`
+	// Clamped is true when the requested From was below the log start.
+	Clamped bool  `json:"clamped"`
+	Batches int64 `json:"batches"`
+	Records int64 `json:"records"`
+	// Invalid counts batches that failed their CRC or could not be decoded.
+	Invalid int64 `json:"invalid"`
+	// DecodeErrors counts records the --decoder could not decode.
+	DecodeErrors int64 `json:"decode_errors"`
+	// Limited is true when Count stopped the dump before the head.
+	Limited bool `json:"limited"`
+}
+
+// Line is one line of dump output: a *BatchLine or a *RecordLine. Text and
+// AppendLine give the kafka-dump-log form (AppendLine without allocating);
+// the JSON form is the struct itself. Run reuses its lines: a Line is only
+// valid during the emit call it was passed to.
+type Line interface {
+	Text() string
+	AppendLine(dst []byte) []byte
+}
+
+var errStop = errors.New("dump: count reached")
+
+// Run dumps src from opt.From to the head, calling emit for every line.
+// Batches wholly below the log start are skipped: after DeleteRecords the
+// records below it are unreadable. A batch that fails its CRC (with
+// VerifyCRC or Deep) or cannot be decoded (Deep) is shown as invalid and
+// the dump goes on; Run then returns the summary with an error wrapping
+// ErrInvalid.
+func Run(ctx context.Context, src Source, opt Options, emit func(Line) error) (*Summary, error) {
+	if opt.Decoder != DecoderNone && !opt.Deep {
+		return nil, fmt.Errorf("dump: a decoder needs deep iteration")
+	}
+	if opt.Count < 0 {
+		return nil, fmt.Errorf("dump: negative count %d", opt.Count)
+	}
+	logStart, head := src.Bounds()
+	from := opt.From
+	sum := &Summary{Source: src.Describe(), LogStart: logStart, Head: head}
+	if from < logStart {
+		sum.Clamped = opt.From >= 0
+		from = logStart
+	}
+	sum.From = from
+	d := &dumper{opt: opt, from: from, sum: sum, emit: emit}
+	err := src.Batches(ctx, from, d.batch)
+	if errors.Is(err, errStop) {
+		sum.Limited = true
+		err = nil
+	}
+	if err != nil {
+		return sum, err
+	}
+	if sum.Invalid > 0 {
+		return sum, fmt.Errorf("dump: %d of %d batches failed their CRC or could not be decoded: %w", sum.Invalid, sum.Batches, ErrInvalid)
+	}
+	return sum, nil
+}
+
+type dumper struct {
+	opt  Options
+	from int64
+	sum  *Summary
+	emit func(Line) error
+	// Reused for every line: the header-only pass allocates nothing per
+	// batch.
+	bl    BatchLine
+	valid bool
+	rl    RecordLine
+}
+
+func (d *dumper) full() bool {
+	if d.opt.Count == 0 {
+		return false
+	}
+	if d.opt.Deep {
+		return d.sum.Records >= d.opt.Count
+	}
+	return d.sum.Batches >= d.opt.Count
+}
+
+func (d *dumper) batch(b Batch) error {
+	if b.Header.LastOffset() < d.from {
+		return nil
+	}
+	if d.full() {
+		return errStop
+	}
+	line := &d.bl
+	fillBatchLine(line, b)
+	var decoded *kafka.Batch
+	if d.opt.Deep || d.opt.VerifyCRC {
+		crcErr := kafka.VerifyCRC(b.Raw)
+		d.valid = crcErr == nil
+		line.Valid = &d.valid
+		if crcErr != nil {
+			line.Error = crcErr.Error()
+		} else if d.opt.Deep {
+			var err error
+			if decoded, err = kafka.DecodeBatch(b.Raw, kafka.DefaultLimits()); err != nil {
+				line.Error = err.Error()
+			}
+		}
+	}
+	if line.Error != "" {
+		d.sum.Invalid++
+	}
+	d.sum.Batches++
+	if err := d.emit(line); err != nil {
+		return err
+	}
+	if decoded == nil {
+		return nil
+	}
+	for i := range decoded.Records {
+		r := &decoded.Records[i]
+		if r.Offset < d.from {
+			continue
+		}
+		if d.full() {
+			return errStop
+		}
+		rl := d.record(&decoded.Header, r)
+		d.sum.Records++
+		if err := d.emit(rl); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *dumper) record(h *kafka.BatchHeader, r *kafka.Record) *RecordLine {
+	rl := &d.rl
+	*rl = RecordLine{
+		Type:          "record",
+		Offset:        r.Offset,
+		Timestamp:     r.Timestamp,
+		TimestampType: h.TimestampType().String(),
+		KeySize:       nullableLen(r.Key),
+		ValueSize:     nullableLen(r.Value),
+		Sequence:      h.RecordSequence(r.OffsetDelta),
+		Key:           r.Key,
+		Value:         r.Value,
+		Headers:       rl.Headers[:0],
+	}
+	if rl.Headers == nil {
+		rl.Headers = make([]Header, 0, 4)
+	}
+	for _, hd := range r.Headers {
+		rl.Headers = append(rl.Headers, Header{Key: hd.Key, Value: hd.Value})
+	}
+	if h.IsControl() {
+		rl.Control = controlInfo(r)
+		return rl
+	}
+	switch d.opt.Decoder {
+	case DecoderOffsets:
+		rec, err := coord.DecodeOffsetsRecord(r.Key, r.Value)
+		if err != nil {
+			rl.DecodeError = err.Error()
+			d.sum.DecodeErrors++
+		} else {
+			rl.Decoded = rec
+			rl.decodedText = rec.String()
+		}
+	case DecoderTxn:
+		rec, err := coord.DecodeTxnRecord(r.Key, r.Value)
+		if err != nil {
+			rl.DecodeError = err.Error()
+			d.sum.DecodeErrors++
+		} else {
+			rl.Decoded = rec
+			rl.decodedText = rec.String()
+		}
+	}
+	return rl
+}
+
+func controlInfo(r *kafka.Record) *ControlInfo {
+	_, t, err := kafka.ParseControlKey(r.Key)
+	if err != nil {
+		return &ControlInfo{Type: "INVALID", Error: err.Error()}
+	}
+	ci := &ControlInfo{Type: t.String()}
+	if t.IsTxnMarker() {
+		m, err := kafka.ParseEndTxnMarker(r.Value)
+		if err != nil {
+			ci.Error = err.Error()
+		} else {
+			e := m.CoordinatorEpoch
+			ci.CoordinatorEpoch = &e
+		}
+	}
+	return ci
+}
+
+func nullableLen(b []byte) int {
+	if b == nil {
+		return -1
+	}
+	return len(b)
+}
+
+// BatchLine describes one batch: kafka-dump-log's batch line plus the
+// object holding it.
+type BatchLine struct {
+	Type          string `json:"type"` // "batch"
+	BaseOffset    int64  `json:"base_offset"`
+	LastOffset    int64  `json:"last_offset"`
+	Count         int32  `json:"count"`
+	ProducerID    int64  `json:"producer_id"`
+	ProducerEpoch int16  `json:"producer_epoch"`
+	BaseSequence  int32  `json:"base_sequence"`
+	Transactional bool   `json:"transactional"`
+	Control       bool   `json:"control"`
+	Codec         string `json:"codec"`
+
+	LastSequence         int32 `json:"last_sequence"`
+	PartitionLeaderEpoch int32 `json:"partition_leader_epoch"`
+	// DeleteHorizonMs is null unless the log cleaner set one (attribute bit 6).
+	DeleteHorizonMs *int64 `json:"delete_horizon_ms"`
+	Position        int64  `json:"position"`
+	TimestampType   string `json:"timestamp_type"`
+	BaseTimestamp   int64  `json:"base_timestamp"`
+	MaxTimestamp    int64  `json:"max_timestamp"`
+	Size            int    `json:"size"`
+	Magic           int8   `json:"magic"`
+	CRC             uint32 `json:"crc"`
+	// Valid is null when the CRC was not checked.
+	Valid  *bool  `json:"valid"`
+	Object string `json:"object"`
+	// Error says why the batch failed its CRC or why its records could
+	// not be decoded (Deep).
+	Error string `json:"error,omitempty"`
+
+	horizon int64
+}
+
+// NewBatchLine describes b's header; Valid is left unchecked.
+func NewBatchLine(b Batch) *BatchLine {
+	l := &BatchLine{}
+	fillBatchLine(l, b)
+	return l
+}
+
+func fillBatchLine(l *BatchLine, b Batch) {
+	h := &b.Header
+	*l = BatchLine{
+		Type:                 "batch",
+		BaseOffset:           h.BaseOffset,
+		LastOffset:           h.LastOffset(),
+		Count:                h.RecordsCount,
+		BaseSequence:         h.BaseSequence,
+		LastSequence:         h.LastSequence(),
+		ProducerID:           h.ProducerID,
+		ProducerEpoch:        h.ProducerEpoch,
+		PartitionLeaderEpoch: h.PartitionLeaderEpoch,
+		Transactional:        h.IsTransactional(),
+		Control:              h.IsControl(),
+		Position:             b.Pos,
+		TimestampType:        h.TimestampType().String(),
+		BaseTimestamp:        h.BaseTimestamp,
+		MaxTimestamp:         h.MaxTimestamp,
+		Size:                 h.Size(),
+		Magic:                h.Magic,
+		Codec:                h.Codec().String(),
+		CRC:                  h.CRC,
+		Object:               b.Object,
+	}
+	if h.HasDeleteHorizon() {
+		l.horizon = h.DeleteHorizonMs()
+		l.DeleteHorizonMs = &l.horizon
+	}
+}
+
+// Text is kafka-dump-log's batch line followed by "object: KEY":
+//
+//	baseOffset: 0 lastOffset: 2 count: 3 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 partitionLeaderEpoch: 0 isTransactional: false isControl: false deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 1620000000000 size: 120 magic: 2 compresscodec: none crc: 123 isvalid: true object: streams/…
+//
+// isvalid is "unchecked" when the CRC was not verified.
+func (l *BatchLine) Text() string { return string(l.AppendLine(make([]byte, 0, 400+len(l.Object)))) }
+
+// AppendLine appends Text's line to b.
+func (l *BatchLine) AppendLine(b []byte) []byte {
+	b = append(b, "baseOffset: "...)
+	b = strconv.AppendInt(b, l.BaseOffset, 10)
+	b = append(b, " lastOffset: "...)
+	b = strconv.AppendInt(b, l.LastOffset, 10)
+	b = append(b, " count: "...)
+	b = strconv.AppendInt(b, int64(l.Count), 10)
+	b = append(b, " baseSequence: "...)
+	b = strconv.AppendInt(b, int64(l.BaseSequence), 10)
+	b = append(b, " lastSequence: "...)
+	b = strconv.AppendInt(b, int64(l.LastSequence), 10)
+	b = append(b, " producerId: "...)
+	b = strconv.AppendInt(b, l.ProducerID, 10)
+	b = append(b, " producerEpoch: "...)
+	b = strconv.AppendInt(b, int64(l.ProducerEpoch), 10)
+	b = append(b, " partitionLeaderEpoch: "...)
+	b = strconv.AppendInt(b, int64(l.PartitionLeaderEpoch), 10)
+	b = append(b, " isTransactional: "...)
+	b = strconv.AppendBool(b, l.Transactional)
+	b = append(b, " isControl: "...)
+	b = strconv.AppendBool(b, l.Control)
+	b = append(b, " deleteHorizonMs: "...)
+	if l.DeleteHorizonMs == nil {
+		b = append(b, "OptionalLong.empty"...)
+	} else {
+		b = append(b, "OptionalLong["...)
+		b = strconv.AppendInt(b, *l.DeleteHorizonMs, 10)
+		b = append(b, ']')
+	}
+	b = append(b, " position: "...)
+	b = strconv.AppendInt(b, l.Position, 10)
+	b = append(b, ' ')
+	b = append(b, l.TimestampType...)
+	b = append(b, ": "...)
+	b = strconv.AppendInt(b, l.MaxTimestamp, 10)
+	b = append(b, " size: "...)
+	b = strconv.AppendInt(b, int64(l.Size), 10)
+	b = append(b, " magic: "...)
+	b = strconv.AppendInt(b, int64(l.Magic), 10)
+	b = append(b, " compresscodec: "...)
+	b = append(b, l.Codec...)
+	b = append(b, " crc: "...)
+	b = strconv.AppendUint(b, uint64(l.CRC), 10)
+	b = append(b, " isvalid: "...)
+	if l.Valid == nil {
+		b = append(b, "unchecked"...)
+	} else {
+		b = strconv.AppendBool(b, *l.Valid)
+	}
+	b = append(b, " object: "...)
+	b = append(b, l.Object...)
+	if l.Error != "" {
+		b = append(b, " error: "...)
+		b = append(b, l.Error...)
+	}
+	return b
+}
+
+// Header is one record header.
+type Header struct {
+	Key   string `json:"key"`
+	Value []byte `json:"value"` // base64; null when absent
+}
+
+// ControlInfo describes a control record: its type, and for COMMIT and
+// ABORT markers the coordinator epoch.
+type ControlInfo struct {
+	Type             string `json:"type"`
+	CoordinatorEpoch *int32 `json:"coordinator_epoch,omitempty"`
+	Error            string `json:"error,omitempty"`
+}
+
+// RecordLine describes one record (deep iteration).
+type RecordLine struct {
+	Type          string       `json:"type"` // "record"
+	Offset        int64        `json:"offset"`
+	Timestamp     int64        `json:"timestamp"`
+	TimestampType string       `json:"timestamp_type"`
+	KeySize       int          `json:"key_size"`   // -1: null key
+	ValueSize     int          `json:"value_size"` // -1: null value (tombstone)
+	Sequence      int32        `json:"sequence"`
+	Key           []byte       `json:"key"`   // base64; null when absent
+	Value         []byte       `json:"value"` // base64; null when absent
+	Headers       []Header     `json:"headers"`
+	Control       *ControlInfo `json:"control,omitempty"`
+	// Decoded is the coordinator record (--decoder): a
+	// *coord.OffsetsRecord or a *coord.TxnRecord.
+	Decoded     any    `json:"decoded,omitempty"`
+	DecodeError string `json:"decode_error,omitempty"`
+
+	decodedText string
+}
+
+// Text is kafka-dump-log's record line:
+//
+//	| offset: 5 CreateTime: 1620000000000 keySize: 3 valueSize: 10 sequence: -1 headerKeys: [a,b]
+//
+// followed by "endTxnMarker: COMMIT coordinatorEpoch: N" for a marker,
+// "controlType: T" for other control records, and the decoded "key: …
+// payload: …" with a decoder.
+func (l *RecordLine) Text() string {
+	return string(l.AppendLine(make([]byte, 0, 128+len(l.decodedText))))
+}
+
+// AppendLine appends Text's line to b.
+func (l *RecordLine) AppendLine(b []byte) []byte {
+	b = append(b, "| offset: "...)
+	b = strconv.AppendInt(b, l.Offset, 10)
+	b = append(b, ' ')
+	b = append(b, l.TimestampType...)
+	b = append(b, ": "...)
+	b = strconv.AppendInt(b, l.Timestamp, 10)
+	b = append(b, " keySize: "...)
+	b = strconv.AppendInt(b, int64(l.KeySize), 10)
+	b = append(b, " valueSize: "...)
+	b = strconv.AppendInt(b, int64(l.ValueSize), 10)
+	b = append(b, " sequence: "...)
+	b = strconv.AppendInt(b, int64(l.Sequence), 10)
+	b = append(b, " headerKeys: ["...)
+	for i, h := range l.Headers {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, h.Key...)
+	}
+	b = append(b, ']')
+	switch c := l.Control; {
+	case c != nil && c.Error != "":
+		b = append(b, " controlType: "...)
+		b = append(b, c.Type...)
+		b = append(b, " error: "...)
+		b = append(b, c.Error...)
+	case c != nil && c.CoordinatorEpoch != nil:
+		b = append(b, " endTxnMarker: "...)
+		b = append(b, c.Type...)
+		b = append(b, " coordinatorEpoch: "...)
+		b = strconv.AppendInt(b, int64(*c.CoordinatorEpoch), 10)
+	case c != nil:
+		b = append(b, " controlType: "...)
+		b = append(b, c.Type...)
+	case l.DecodeError != "":
+		b = append(b, " decodeError: "...)
+		b = append(b, l.DecodeError...)
+	case l.decodedText != "":
+		b = append(b, ' ')
+		b = append(b, l.decodedText...)
+	}
+	return b
+}

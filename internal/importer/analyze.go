@@ -1,0 +1,243 @@
+package importer
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"sort"
+
+	"github.com/nereusctl/nereusctl/internal/kafka"
+	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/recovery"
+	"github.com/nereusctl/nereusctl/internal/state"
+	"github.com/nereusctl/nereusctl/internal/stream"
+)
+
+// maxGapsListed bounds the gaps a report lists; all are counted.
+const maxGapsListed = 100
+
+// plannedObject is one stream object the import writes: bytes
+// [start, end) of its segment's kept bytes, keyed [base, next).
+type plannedObject struct {
+	start, end int
+	base, next int64
+	batches    int
+}
+
+// segPlan is what pass 1 learnt about one segment file.
+type segPlan struct {
+	file    segmentFile
+	kept    int    // bytes kept after recovery
+	sum     []byte // SHA-256 of the kept bytes
+	maxTs   int64
+	objects []plannedObject
+	rep     *SegmentReport
+}
+
+// plan is the outcome of pass 1: everything needed to write, and the
+// state a replay of the imported stream must reproduce.
+type plan struct {
+	segs     []segPlan
+	start    int64 // the stream's first offset: the first segment's base
+	dataEnd  int64 // next offset after the last kept batch
+	kafkaEnd int64 // Kafka's log end offset: dataEnd, or an empty last segment's base
+	digest   string
+	part     *state.Partition
+	covered  []offRange // offsets held by batches, merged
+}
+
+// offRange is [from, to).
+type offRange struct{ from, to int64 }
+
+// analyze is pass 1: read every segment once, recover its tail like
+// Kafka's log loader, check offsets across segments, plan the objects and
+// derive the partition state the import must reproduce.
+func analyze(segs []segmentFile, res *Result, opt Options) (*plan, error) {
+	p := &plan{start: segs[0].base}
+	p.part = state.New(p.start)
+	expect := p.start
+	digest := sha256.New()
+	gen := int64(0)
+	lim := kafka.DefaultLimits()
+	for i, sf := range segs {
+		last := i == len(segs)-1
+		if sf.base < expect {
+			return nil, fmt.Errorf("segments overlap: %s holds offsets up to %d, but %s starts at %d: %w",
+				segs[i-1].path, expect-1, sf.path, sf.base, kafka.ErrCorrupt)
+		}
+		data, err := readRegular(sf.path, opt.MaxSegmentBytes)
+		if err != nil {
+			return nil, err
+		}
+		res.Segments = append(res.Segments, SegmentReport{File: sf.name, BaseOffset: sf.base, Size: int64(len(data)), NextOffset: expect})
+		rep := &res.Segments[len(res.Segments)-1]
+		sp := segPlan{file: sf, maxTs: kafka.NoTimestamp, rep: rep}
+		cur := plannedObject{base: expect}
+		sc := kafka.NewScannerVerify(data)
+		for sc.Next() {
+			h := sc.HeaderPtr()
+			pos := int(sc.Pos())
+			size := h.Size()
+			if size > lim.MaxBatchBytes {
+				return nil, fmt.Errorf("%s: batch at byte %d: %d bytes, more than the %d-byte cap: %w", sf.path, pos, size, lim.MaxBatchBytes, kafka.ErrTooLarge)
+			}
+			switch {
+			case h.BaseOffset < sf.base:
+				return nil, fmt.Errorf("%s: batch at byte %d starts at offset %d, below the segment's base offset %d: %w", sf.path, pos, h.BaseOffset, sf.base, kafka.ErrCorrupt)
+			case h.BaseOffset < expect:
+				return nil, fmt.Errorf("%s: batch at byte %d starts at offset %d, but offset %d was already written (non-consecutive offsets going back): %w", sf.path, pos, h.BaseOffset, expect-1, kafka.ErrCorrupt)
+			case !last && h.LastOffset() >= segs[i+1].base:
+				return nil, fmt.Errorf("segments overlap: %s: batch at byte %d ends at offset %d, at or above the next segment %s's base offset %d: %w",
+					sf.path, pos, h.LastOffset(), segs[i+1].name, segs[i+1].base, kafka.ErrCorrupt)
+			case h.BaseOffset > expect:
+				where := "within"
+				if rep.Batches == 0 {
+					where = "before the first batch of"
+				}
+				res.GapsTotal++
+				res.GapOffsets += h.BaseOffset - expect
+				if len(res.Gaps) < maxGapsListed {
+					res.Gaps = append(res.Gaps, Gap{From: expect, To: h.BaseOffset, File: sf.name, Where: where})
+				}
+			}
+			if cur.batches > 0 && pos+size-cur.start > opt.ObjectBytes {
+				cur.end, cur.next = pos, expect
+				sp.objects = append(sp.objects, cur)
+				cur = plannedObject{start: pos, base: expect}
+			}
+			bt := stream.Batch{Header: *h, Raw: sc.Batch(), Object: layout.StreamObject{Key: sf.name, Base: cur.base}, Pos: int64(pos - cur.start)}
+			if err := recovery.ApplyBatch(p.part, bt); err != nil {
+				return nil, fmt.Errorf("%s: batch at byte %d: %w", sf.path, pos, err)
+			}
+			cur.batches++
+			if rep.Batches == 0 {
+				f := h.BaseOffset
+				rep.FirstOffset = &f
+			}
+			rep.Batches++
+			rep.Records += int64(h.RecordsCount)
+			sp.maxTs = max(sp.maxTs, h.MaxTimestamp)
+			if n := len(p.covered); n > 0 && p.covered[n-1].to == h.BaseOffset {
+				p.covered[n-1].to = h.NextOffset()
+			} else {
+				p.covered = append(p.covered, offRange{h.BaseOffset, h.NextOffset()})
+			}
+			expect = h.NextOffset()
+		}
+		sp.kept = len(data)
+		if err := sc.Err(); err != nil {
+			pos := int(sc.Pos())
+			if err := recoverTail(sf, data, pos, err, last, rep); err != nil {
+				return nil, err
+			}
+			sp.kept = pos
+		}
+		if cur.batches > 0 {
+			cur.end, cur.next = sp.kept, expect
+			sp.objects = append(sp.objects, cur)
+		}
+		kept := data[:sp.kept]
+		s := sha256.Sum256(kept)
+		sp.sum = s[:]
+		writeDigest(digest, sf.base, len(kept), sp.sum)
+		rep.Bytes = int64(sp.kept)
+		rep.NextOffset = expect
+		rep.Objects = len(sp.objects)
+		switch {
+		case last:
+		case len(sp.objects) == 0:
+			res.Notes = append(res.Notes, fmt.Sprintf("%s holds no batches: it becomes no generation", sf.name))
+		default:
+			g := gen
+			rep.Generation = &g
+			if err := p.part.Seal(gen, expect); err != nil {
+				return nil, fmt.Errorf("%s: %w", sf.path, err)
+			}
+			gen++
+		}
+		p.segs = append(p.segs, sp)
+	}
+	p.dataEnd = expect
+	p.kafkaEnd = max(expect, segs[len(segs)-1].base)
+	p.digest = hex.EncodeToString(digest.Sum(nil))
+	return p, nil
+}
+
+// recoverTail decides what a scan that stopped at pos means, as Kafka's
+// log loader does for the segment being recovered: in the last segment a
+// torn batch (its header claims more bytes than the file holds) and a
+// zero-filled preallocated tail end the log there, and the bytes after pos
+// are dropped and reported. Anything else, and any torn or zero tail in a
+// segment that is not the last, is corruption.
+func recoverTail(sf segmentFile, data []byte, pos int, scanErr error, last bool, rep *SegmentReport) error {
+	rest := data[pos:]
+	torn := errors.Is(scanErr, kafka.ErrTruncated)
+	zero := errors.Is(scanErr, kafka.ErrZeroTail)
+	switch {
+	case errors.Is(scanErr, kafka.ErrCRC):
+		return fmt.Errorf("%s: batch at byte %d fails its CRC (%w); Kafka's recovery would truncate the segment there and lose every batch after it, so the import stops instead",
+			sf.path, pos, scanErr)
+	case (torn || zero) && !last:
+		return fmt.Errorf("%s: %s at byte %d, but %s is not the last segment (%w): %w",
+			sf.path, tailKind(zero), pos, sf.name, scanErr, kafka.ErrCorrupt)
+	case torn:
+		rep.DroppedBytes = int64(len(rest))
+		p := int64(pos)
+		rep.DropPosition = &p
+		if len(rest) >= kafka.LogOverhead {
+			rep.DropReason = fmt.Sprintf("torn write: the batch at byte %d claims %d bytes, the file holds %d",
+				pos, kafka.LogOverhead+int64(binary.BigEndian.Uint32(rest[8:12])), len(rest))
+		} else {
+			rep.DropReason = fmt.Sprintf("torn write: %d bytes at byte %d, less than a batch's %d-byte offset and length", len(rest), pos, kafka.LogOverhead)
+		}
+		return nil
+	case zero:
+		rep.DroppedBytes = int64(len(rest))
+		p := int64(pos)
+		rep.DropPosition = &p
+		rep.DropReason = fmt.Sprintf("zero-filled preallocated tail (log.preallocate): %d zero bytes from byte %d", len(rest), pos)
+		return nil
+	}
+	return fmt.Errorf("%s: %w", sf.path, scanErr)
+}
+
+func tailKind(zero bool) string {
+	if zero {
+		return "a zero-filled tail"
+	}
+	return "a torn batch"
+}
+
+// writeDigest adds one segment to the import digest: its base offset and
+// kept length (8 bytes each, big-endian), then the SHA-256 of the kept
+// bytes.
+func writeDigest(h hash.Hash, base int64, kept int, sum []byte) {
+	var hdr [16]byte
+	binary.BigEndian.PutUint64(hdr[:8], uint64(base))
+	binary.BigEndian.PutUint64(hdr[8:], uint64(kept))
+	h.Write(hdr[:])
+	h.Write(sum)
+}
+
+// StreamID derives the stream id of an import: "s-" and 16 hex digits of
+// SHA-256("nereus-import/v1", topic, partition, digest of the imported
+// bytes). The same bytes of the same partition always give the same id, so
+// an interrupted import resumes into its own stream.
+func StreamID(topic string, partition int32, digest string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "nereus-import/v1\x00%s\x00%d\x00%s", topic, partition, digest)
+	return "s-" + hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// coveredIn reports whether any batch holds an offset in [from, to);
+// covered is sorted and merged.
+func coveredIn(covered []offRange, from, to int64) bool {
+	if from >= to {
+		return false
+	}
+	i := sort.Search(len(covered), func(i int) bool { return covered[i].to > from })
+	return i < len(covered) && covered[i].from < to
+}

@@ -1,0 +1,563 @@
+// Package importer owns `import kafka-log`: bringing one partition
+// directory written by a real Kafka broker into a new Nereus stream and
+// binding.
+//
+// It reads the directory as untrusted input: no symlink is followed, only
+// regular files are read, each with a size cap, and segment files must be
+// named by their 20-digit base offsets. It recovers the log the way Kafka's
+// LogLoader recovers the segment it was writing when a broker crashed: in
+// the last segment a batch whose header claims more bytes than the file
+// holds (a torn write) or a zero-filled preallocated tail ends the log, and
+// the bytes dropped are reported per file. Every other defect — a torn or
+// zero tail in an earlier segment, a CRC mismatch anywhere, offsets that go
+// back or segments that overlap — stops the import with an error naming
+// the file and byte position. Offset gaps (normal after compaction) are
+// reported.
+//
+// Writing goes through stream.Writer only: each segment file becomes one
+// COMMITTED generation of objects of about 1 MiB, the last one stays the
+// open segment. The stream id is derived from the topic, the partition and
+// the digest of the imported bytes, so an interrupted import resumes into
+// the same stream; the binding is created last (IfAbsent), only after a
+// full replay of the written stream reproduced the state derived from the
+// files. An existing binding is never touched.
+//
+// The importer never changes the Kafka directory and never writes outside
+// the new stream and its binding.
+package importer
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+
+	"github.com/nereusctl/nereusctl/internal/kafka"
+	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/recovery"
+	"github.com/nereusctl/nereusctl/internal/state"
+	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/stream"
+)
+
+var (
+	// ErrRefused reports input the importer will not read: a symlink, a
+	// non-regular file, a name that breaks Kafka's rules, a file over its
+	// cap, a malformed checkpoint file, or an option out of range.
+	ErrRefused = errors.New("input refused")
+	// ErrBindingExists reports that the partition is already bound in the
+	// store; the importer only creates new bindings.
+	ErrBindingExists = errors.New("binding already exists")
+)
+
+// DefaultObjectBytes is the size the importer aims at for each stream
+// object; a single larger batch gets an object of its own.
+const DefaultObjectBytes = 1 << 20
+
+// internalSegmentBytes is the segment.bytes Kafka gives __consumer_offsets
+// and __transaction_state (offsets.topic.segment.bytes,
+// transaction.state.log.segment.bytes).
+const internalSegmentBytes = 100 << 20
+
+// Options say what to import and how.
+type Options struct {
+	// Dir is the partition directory, e.g. /var/lib/kafka/orders-0.
+	Dir string
+	// Topic and Partition name the partition; with Topic empty they come
+	// from Dir's name (TOPIC-PARTITION, split at the last '-').
+	Topic     string
+	Partition int32
+	// CleanupPolicy overrides the binding's cleanup.policy: "delete",
+	// "compact" or "compact,delete". Empty: compact for __consumer_offsets
+	// and __transaction_state, delete otherwise.
+	CleanupPolicy string
+	// SegmentBytes overrides the binding's segment.bytes (0: Kafka's
+	// default for the topic).
+	SegmentBytes int64
+	// DryRun reads and reports everything but writes nothing.
+	DryRun bool
+	// MaxSegmentBytes caps one .log file (0: DefaultMaxSegmentBytes).
+	MaxSegmentBytes int64
+	// ObjectBytes is the target object size (0: DefaultObjectBytes).
+	ObjectBytes int
+}
+
+// SegmentReport says what one segment file gave.
+type SegmentReport struct {
+	File       string `json:"file"`
+	BaseOffset int64  `json:"base_offset"`
+	// Size is the file's size; Bytes what was kept; DroppedBytes what
+	// recovery dropped from its end, with the position and the reason.
+	Size         int64  `json:"size"`
+	Bytes        int64  `json:"bytes"`
+	DroppedBytes int64  `json:"bytes_dropped"`
+	DropPosition *int64 `json:"drop_position"`
+	DropReason   string `json:"drop_reason,omitempty"`
+	Batches      int64  `json:"batches"`
+	Records      int64  `json:"records"`
+	// FirstOffset is the first batch's base offset (null: no batch);
+	// NextOffset the offset after the last batch.
+	FirstOffset *int64 `json:"first_offset"`
+	NextOffset  int64  `json:"next_offset"`
+	Objects     int    `json:"objects"`
+	// Generation is the COMMITTED generation the segment became; null for
+	// the last segment (the open segment) and for a segment without
+	// batches.
+	Generation *int64 `json:"generation"`
+}
+
+// Gap is a range of offsets no batch holds.
+type Gap struct {
+	From int64  `json:"from"`
+	To   int64  `json:"to"`
+	File string `json:"file"`
+	// Where is "within" (between two batches of File) or "before the first
+	// batch of" File.
+	Where string `json:"where"`
+}
+
+// Result is the import report.
+type Result struct {
+	Topic     string             `json:"topic"`
+	Partition int32              `json:"partition"`
+	TopicID   string             `json:"topic_id"`
+	Dir       string             `json:"dir"`
+	DryRun    bool               `json:"dry_run"`
+	Resumed   bool               `json:"resumed"`
+	StreamID  string             `json:"stream_id"`
+	Binding   string             `json:"binding"`
+	Config    layout.TopicConfig `json:"config"`
+	// SHA256 is the digest of the imported bytes: SHA-256 over, per
+	// segment, its base offset and kept length (8 bytes big-endian each)
+	// and the SHA-256 of its kept bytes. The stream id derives from it.
+	SHA256 string `json:"sha256"`
+	// Start is the stream's first offset (the first segment's base);
+	// Head the next offset after the last batch; LogStart the durable
+	// log start (the head's trim) and LogStartSource where it came from.
+	Start          int64  `json:"start"`
+	Head           int64  `json:"head"`
+	LogStart       int64  `json:"log_start"`
+	LogStartSource string `json:"log_start_source"`
+	// KafkaLogEnd is Kafka's log end offset: Head, or the base offset of
+	// an empty last segment above it.
+	KafkaLogEnd  int64           `json:"kafka_log_end"`
+	Segments     []SegmentReport `json:"segments"`
+	Batches      int64           `json:"batches"`
+	Records      int64           `json:"records"`
+	Bytes        int64           `json:"bytes"`
+	BytesDropped int64           `json:"bytes_dropped"`
+	Objects      int             `json:"objects"`
+	Generations  int             `json:"generations"`
+	// Gaps lists the first offset gaps (at most 100); GapsTotal and
+	// GapOffsets count all of them.
+	Gaps        []Gap      `json:"gaps"`
+	GapsTotal   int64      `json:"gaps_total"`
+	GapOffsets  int64      `json:"gap_offsets"`
+	Epochs      EpochCheck `json:"epochs_check"`
+	StateDigest string     `json:"state_digest"`
+	// HeadDoc is the stream head as written (nil on a dry run).
+	HeadDoc *layout.Head `json:"stream_head"`
+	Notes   []string     `json:"notes"`
+}
+
+// Run imports opt.Dir into st: Prepare, then (*Import).Run.
+func Run(ctx context.Context, st store.Store, opt Options) (*Result, error) {
+	im, err := Prepare(opt)
+	if err != nil {
+		return nil, err
+	}
+	return im.Run(ctx, st)
+}
+
+// Import is a prepared import: the directory, its name and its segment
+// files are checked, nothing has been read from the segments yet.
+type Import struct {
+	opt       Options
+	dir       string
+	topic     string
+	partition int32
+	cfg       layout.TopicConfig
+	segs      []segmentFile
+	notes     []string
+}
+
+// Prepare checks what can be checked without reading the segments or
+// touching a store: options, the directory (no symlink), its name or
+// opt.Topic, the topic config, and the directory listing (regular files
+// only, segment names, at least one segment).
+func Prepare(opt Options) (*Import, error) {
+	if opt.MaxSegmentBytes == 0 {
+		opt.MaxSegmentBytes = DefaultMaxSegmentBytes
+	}
+	if opt.ObjectBytes == 0 {
+		opt.ObjectBytes = DefaultObjectBytes
+	}
+	if opt.MaxSegmentBytes < 0 || opt.ObjectBytes < 0 || opt.Partition < 0 {
+		return nil, refused("import kafka-log: negative size cap, object size or partition")
+	}
+	dir := filepath.Clean(opt.Dir)
+	info, err := os.Lstat(dir)
+	if err != nil {
+		return nil, refused("import kafka-log: %v", err)
+	}
+	if info.Mode()&os.ModeSymlink != 0 {
+		return nil, refused("import kafka-log: %s is a symbolic link (links are never followed; name the directory itself)", dir)
+	}
+	if !info.IsDir() {
+		return nil, refused("import kafka-log: %s is not a directory", dir)
+	}
+	topic, partition := opt.Topic, opt.Partition
+	if topic == "" {
+		if topic, partition, err = kafka.ParseTopicPartition(filepath.Base(dir)); err != nil {
+			return nil, refused("import kafka-log: %s: the directory name does not name a partition (%v); give --topic and --partition", dir, err)
+		}
+	} else if err := kafka.ValidateTopic(topic); err != nil {
+		return nil, refused("import kafka-log: --topic: %v", err)
+	}
+	cfg, err := topicConfig(topic, opt)
+	if err != nil {
+		return nil, err
+	}
+	name := kafka.TopicPartitionDir(topic, partition)
+	segs, notes, err := listSegments(dir)
+	if err != nil {
+		return nil, fmt.Errorf("import kafka-log %s: %w", name, err)
+	}
+	if len(segs) == 0 {
+		return nil, refused("import kafka-log %s: no segment files (*.log) in %s", name, dir)
+	}
+	return &Import{opt: opt, dir: dir, topic: topic, partition: partition, cfg: cfg, segs: segs, notes: notes}, nil
+}
+
+// Run reads, recovers and (unless a dry run) writes the import into st.
+// With a dry run st may be nil: then the check that the binding does not
+// exist is skipped, and said so.
+func (im *Import) Run(ctx context.Context, st store.Store) (*Result, error) {
+	opt, dir, topic, partition, cfg, segs := im.opt, im.dir, im.topic, im.partition, im.cfg, im.segs
+	if st == nil && !opt.DryRun {
+		return nil, errors.New("import kafka-log: no store")
+	}
+	res := &Result{Topic: topic, Partition: partition, Dir: dir, DryRun: opt.DryRun, Config: cfg,
+		Binding: layout.BindingKey(topic, partition), Segments: []SegmentReport{}, Gaps: []Gap{}, Notes: []string{}}
+	name := kafka.TopicPartitionDir(topic, partition)
+	if st != nil {
+		if err := checkNoBinding(ctx, st, topic, partition); err != nil {
+			return nil, err
+		}
+	} else {
+		res.Notes = append(res.Notes, "no store opened: the check that the binding does not exist yet was skipped")
+	}
+	res.Notes = append(res.Notes, im.notes...)
+	p, err := analyze(segs, res, opt)
+	if err != nil {
+		return nil, fmt.Errorf("import kafka-log %s: %w", name, err)
+	}
+	for _, s := range res.Segments {
+		res.Batches += s.Batches
+		res.Records += s.Records
+		res.Bytes += s.Bytes
+		res.BytesDropped += s.DroppedBytes
+		res.Objects += s.Objects
+		if s.Generation != nil {
+			res.Generations++
+		}
+	}
+	res.Start, res.Head, res.KafkaLogEnd = p.start, p.dataEnd, p.kafkaEnd
+	if p.kafkaEnd > p.dataEnd {
+		res.Notes = append(res.Notes, fmt.Sprintf("Kafka's log end offset is %d (the empty last segment's base), but the data ends at %d: a stream head cannot move past its data, so the stream head is %d and offsets [%d, %d) would be handed out again",
+			p.kafkaEnd, p.dataEnd, p.dataEnd, p.dataEnd, p.kafkaEnd))
+	}
+
+	// The log start: Kafka's is max(log-start-offset-checkpoint, first
+	// segment base). Above the stream start it becomes the head's trim.
+	if err := logStart(dir, topic, partition, p, res); err != nil {
+		return nil, fmt.Errorf("import kafka-log %s: %w", name, err)
+	}
+	if res.LogStart > p.start {
+		p.part.ApplyLogStart(res.LogStart)
+	}
+	if b, err := readOptional(filepath.Join(dir, "partition.metadata")); err != nil {
+		return nil, fmt.Errorf("import kafka-log %s: %w", name, err)
+	} else if b != nil {
+		if id, err := parsePartitionMetadata(b); err != nil {
+			res.Notes = append(res.Notes, fmt.Sprintf("partition.metadata ignored: %v", err))
+		} else {
+			res.TopicID = id
+		}
+	}
+	res.SHA256 = p.digest
+	res.StreamID = StreamID(topic, partition, p.digest)
+	expected := state.Digest(p.part)
+
+	ckpt, err := readEpochCheckpoint(dir)
+	if err != nil {
+		return nil, fmt.Errorf("import kafka-log %s: %w", name, err)
+	}
+	binding := &layout.Binding{Topic: topic, TopicID: res.TopicID, Partition: partition, StreamID: res.StreamID, Config: cfg,
+		ObservedLogStart: res.LogStart, Coverage: layout.Coverage{State: layout.CoverageNone}, Version: 1}
+	if err := binding.Validate(); err != nil {
+		return nil, refused("import kafka-log %s: binding: %v", name, err)
+	}
+
+	if opt.DryRun {
+		res.StateDigest = expected
+		res.Epochs = epochCheck(ckpt, p.part.Epochs, res, p)
+		res.Epochs.Source = "the segment files, replayed in memory (dry run)"
+		return res, nil
+	}
+
+	if err := write(ctx, st, p, res, opt); err != nil {
+		return nil, fmt.Errorf("import kafka-log %s into stream %s: %w", name, res.StreamID, err)
+	}
+	// A full replay of what was written must give the state the files
+	// give; only then is the binding created.
+	rr, err := recovery.Replay(ctx, st, binding, recovery.Options{Full: true, VerifyCRC: true})
+	if err != nil {
+		return nil, fmt.Errorf("import kafka-log %s: replay stream %s: %w", name, res.StreamID, err)
+	}
+	res.StateDigest = rr.Digest
+	if rr.Digest != expected {
+		return nil, fmt.Errorf("import kafka-log %s: a replay of stream %s gives state digest %s, the segment files give %s; the binding was not created: %w",
+			name, res.StreamID, rr.Digest, expected, kafka.ErrCorrupt)
+	}
+	res.Epochs = epochCheck(ckpt, rr.State.Epochs, res, p)
+	res.Epochs.Source = "recovery.Replay of the imported stream"
+	if _, err := layout.Create(ctx, st, res.Binding, binding); err != nil {
+		if errors.Is(err, store.ErrPreconditionFailed) {
+			return nil, fmt.Errorf("import kafka-log %s: %s was created by someone else meanwhile: %w", name, res.Binding, ErrBindingExists)
+		}
+		return nil, fmt.Errorf("import kafka-log %s: create %s: %w", name, res.Binding, err)
+	}
+	return res, nil
+}
+
+func topicConfig(topic string, opt Options) (layout.TopicConfig, error) {
+	cfg := layout.DefaultTopicConfig()
+	if topic == "__consumer_offsets" || topic == "__transaction_state" {
+		cfg.CleanupPolicy = "compact"
+		cfg.SegmentBytes = internalSegmentBytes
+	}
+	if opt.CleanupPolicy != "" {
+		cfg.CleanupPolicy = opt.CleanupPolicy
+	}
+	if opt.SegmentBytes != 0 {
+		cfg.SegmentBytes = opt.SegmentBytes
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, refused("import kafka-log: topic config: %v", err)
+	}
+	return cfg, nil
+}
+
+func checkNoBinding(ctx context.Context, st store.Store, topic string, partition int32) error {
+	key := layout.BindingKey(topic, partition)
+	_, err := st.Head(ctx, key)
+	switch {
+	case err == nil:
+		sid := "?"
+		if b, _, lerr := layout.LoadBinding(ctx, st, topic, partition); lerr == nil {
+			sid = b.StreamID
+		}
+		return fmt.Errorf("import kafka-log %s: %s already exists (stream %s): %w", kafka.TopicPartitionDir(topic, partition), key, sid, ErrBindingExists)
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	}
+	return fmt.Errorf("import kafka-log: check %s: %w", key, err)
+}
+
+// logStart reads the partition's entry of the log-start-offset-checkpoint
+// in the directory above dir (the broker's log directory).
+func logStart(dir, topic string, partition int32, p *plan, res *Result) error {
+	res.LogStart = p.start
+	path := filepath.Join(filepath.Dir(dir), "log-start-offset-checkpoint")
+	b, err := readOptional(path)
+	if err != nil {
+		return err
+	}
+	if b == nil {
+		res.LogStartSource = "the first segment's base offset (no log-start-offset-checkpoint next to the directory)"
+		return nil
+	}
+	m, err := parseOffsetCheckpoint(b)
+	if err != nil {
+		return refused("%s: %v", path, err)
+	}
+	v, ok := m[tpKey{topic, partition}]
+	switch {
+	case !ok:
+		res.LogStartSource = "the first segment's base offset (log-start-offset-checkpoint has no entry for the partition)"
+	case v <= p.start:
+		res.LogStartSource = fmt.Sprintf("the first segment's base offset (log-start-offset-checkpoint says %d, not above it)", v)
+	case v > p.dataEnd:
+		return fmt.Errorf("%s puts the log start at %d, above the end of the data %d: %w", path, v, p.dataEnd, kafka.ErrCorrupt)
+	default:
+		res.LogStart = v
+		res.LogStartSource = "log-start-offset-checkpoint (set as the stream head's trim)"
+	}
+	return nil
+}
+
+// epochFile is the partition's leader-epoch-checkpoint as read.
+type epochFile struct {
+	present  bool
+	entries  []kafka.EpochEntry
+	parseErr error
+}
+
+func readEpochCheckpoint(dir string) (epochFile, error) {
+	b, err := readOptional(filepath.Join(dir, "leader-epoch-checkpoint"))
+	if err != nil || b == nil {
+		return epochFile{}, err
+	}
+	es, err := kafka.ReadEpochCheckpoint(b)
+	return epochFile{present: true, entries: es, parseErr: err}, nil
+}
+
+func epochCheck(f epochFile, derived []state.EpochEntry, res *Result, p *plan) EpochCheck {
+	c := EpochCheck{Checkpoint: []state.EpochEntry{}, Derived: append([]state.EpochEntry{}, derived...), Notes: []string{}}
+	switch {
+	case !f.present:
+		c.Status = EpochsNoCheckpoint
+		return c
+	case f.parseErr != nil:
+		c.Status = EpochsUnreadable
+		c.Notes = append(c.Notes, f.parseErr.Error())
+		return c
+	}
+	return compareEpochs(f.entries, derived, res.LogStart, p.dataEnd, p.covered)
+}
+
+// write is pass 2: create (or resume) the stream, append every planned
+// object, roll after every segment but the last, and set the trim.
+func write(ctx context.Context, st store.Store, p *plan, res *Result, opt Options) error {
+	sid := res.StreamID
+	err := stream.CreateStream(ctx, st, sid, p.start)
+	switch {
+	case errors.Is(err, store.ErrPreconditionFailed):
+		// The same bytes of the same partition were being imported and the
+		// run stopped before creating the binding: finish it.
+		res.Resumed = true
+		res.Notes = append(res.Notes, fmt.Sprintf("stream %s already existed without a binding (an interrupted import of these same bytes); resumed it", sid))
+	case err != nil:
+		return err
+	}
+	wcfg := res.Config
+	// Kafka's segment files decide the rolls, not the writer.
+	wcfg.SegmentBytes, wcfg.SegmentMs = math.MaxInt64, math.MaxInt64
+	w, err := stream.OpenWriter(ctx, st, sid, wcfg)
+	if err != nil {
+		return err
+	}
+	existing := map[string]string{}
+	if res.Resumed {
+		objs, err := layout.ListObjects(ctx, st, sid)
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			existing[o.Key] = o.ETag
+		}
+	}
+	for i := range p.segs {
+		sp := &p.segs[i]
+		last := i == len(p.segs)-1
+		w.NowMs = func() int64 { return max(sp.maxTs, 0) }
+		if len(sp.objects) > 0 {
+			data, err := readRegular(sp.file.path, opt.MaxSegmentBytes)
+			if err != nil {
+				return err
+			}
+			if len(data) < sp.kept {
+				return fmt.Errorf("%s changed since it was read: %d bytes, %d expected", sp.file.path, len(data), sp.kept)
+			}
+			data = data[:sp.kept]
+			if s := sha256.Sum256(data); !bytes.Equal(s[:], sp.sum) {
+				return fmt.Errorf("%s changed since it was read; stop the broker and import again", sp.file.path)
+			}
+			for _, po := range sp.objects {
+				key := layout.ObjectKey(sid, po.base, po.next)
+				body := data[po.start:po.end]
+				if po.next <= w.Next() {
+					if etag, ok := existing[key]; !ok || etag != store.ETagOf(body) {
+						return fmt.Errorf("stream %s already reaches offset %d but %s is not the object this import writes: %w", sid, w.Next(), key, kafka.ErrCorrupt)
+					}
+					continue
+				}
+				if po.base != w.Next() {
+					return fmt.Errorf("stream %s is at offset %d, the import's next object starts at %d: the stream was written by something else: %w", sid, w.Next(), po.base, kafka.ErrCorrupt)
+				}
+				batches, err := splitBatches(body)
+				if err != nil {
+					return fmt.Errorf("%s: %w", sp.file.path, err)
+				}
+				if err := w.Append(ctx, batches); err != nil {
+					return err
+				}
+			}
+		}
+		if !last {
+			if err := w.Roll(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	if w.Next() != p.dataEnd {
+		return fmt.Errorf("stream %s ends at %d after the import, the data at %d: %w", sid, w.Next(), p.dataEnd, kafka.ErrCorrupt)
+	}
+	h, err := setTrim(ctx, st, sid, res.LogStart)
+	if err != nil {
+		return err
+	}
+	res.HeadDoc = h
+	gens, err := layout.ListGenerations(ctx, st, sid)
+	if err != nil {
+		return err
+	}
+	if len(gens) != res.Generations {
+		return fmt.Errorf("stream %s has %d generations, the import made %d: %w", sid, len(gens), res.Generations, kafka.ErrCorrupt)
+	}
+	return nil
+}
+
+// setTrim raises the head's trim to the Kafka log start: a CAS (IfMatch)
+// of streams/<sid>/head.json with trim = logStart and version + 1, then a
+// read back. It is a no-op when the trim is already there.
+func setTrim(ctx context.Context, st store.Store, sid string, logStart int64) (*layout.Head, error) {
+	h, etag, err := layout.LoadHead(ctx, st, sid)
+	if err != nil {
+		return nil, err
+	}
+	if h.Trim >= logStart {
+		return h, nil
+	}
+	nh := *h
+	nh.Trim = logStart
+	nh.Version++
+	if err := nh.Validate(); err != nil {
+		return nil, fmt.Errorf("set trim of stream %s to %d: %w", sid, logStart, err)
+	}
+	if _, err := layout.Replace(ctx, st, layout.HeadKey(sid), &nh, etag); err != nil {
+		return nil, fmt.Errorf("set trim of stream %s to %d: %w", sid, logStart, err)
+	}
+	got, _, err := layout.LoadHead(ctx, st, sid)
+	if err != nil {
+		return nil, err
+	}
+	if got.Trim != logStart || got.Head != h.Head {
+		return nil, fmt.Errorf("set trim of stream %s to %d: read back trim %d, head %d", sid, logStart, got.Trim, got.Head)
+	}
+	return got, nil
+}
+
+func splitBatches(b []byte) ([][]byte, error) {
+	sc := kafka.NewScanner(b)
+	var out [][]byte
+	for sc.Next() {
+		out = append(out, sc.Batch())
+	}
+	return out, sc.Err()
+}

@@ -104,6 +104,24 @@ func Repair(ctx context.Context, st store.Store, b *layout.Binding, o Options) (
 		return o.After(step)
 	}
 	res := &Result{Partition: b.Name(), SetID: b.Coverage.SetID, Digest: o.Digest, DryRun: o.DryRun, Remaining: []verify.Finding{}}
+	if b.Coverage.State == layout.CoverageActive && !o.DryRun {
+		// A repair that crashed after re-activating leaves its record:
+		// finish by archiving it once the set verifies clean.
+		if _, err := st.Head(ctx, layout.QuarantineKey(b.Coverage.SetID)); err == nil {
+			res.Source = "store"
+			return res, reactivate(ctx, st, b, res, o, after)
+		}
+	}
+	if b.Coverage.State == layout.CoverageActive {
+		// A rerun of a finished repair: nothing to do if the member is
+		// in the active set with its right bytes.
+		if _, ref, err := member(ctx, st, b, o.Digest); err == nil {
+			if cur, err := st.Get(ctx, ref.Key, nil); err == nil && store.SHA256Of(cur) == o.Digest {
+				res.Object, res.Source, res.AlreadyGood, res.Accepted, res.Reactivated = ref.Key, "store", true, true, true
+				return res, nil
+			}
+		}
+	}
 	if b.Coverage.State != layout.CoverageQuarantined {
 		return res, fmt.Errorf("repair %s: %w (it is %s)", b.Name(), ErrNotQuarantined, b.Coverage.State)
 	}
@@ -200,7 +218,10 @@ func reactivate(ctx context.Context, st store.Store, b *layout.Binding, res *Res
 	if err := after(StepReactivated); err != nil {
 		return err
 	}
-	return archive(ctx, st, res, o.NowMs)
+	if err := archive(ctx, st, res, o.NowMs); err != nil {
+		return err
+	}
+	return after(StepArchived)
 }
 
 // archive moves the quarantine record under quarantine/archive/ with what

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nereusctl/nereusctl/internal/dumplog"
 	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/layout"
 )
 
 type dumpOptions struct {
@@ -16,6 +17,7 @@ type dumpOptions struct {
 	deep      bool
 	decoder   string
 	verifyCRC bool
+	raw       bool
 }
 
 func (o *dumpOptions) addFlags(c *cobra.Command) {
@@ -24,6 +26,7 @@ func (o *dumpOptions) addFlags(c *cobra.Command) {
 	c.Flags().BoolVar(&o.deep, "deep", false, "decode every batch and print one line per record (kafka-dump-log --deep-iteration)")
 	c.Flags().StringVar(&o.decoder, "decoder", "", "decode record keys and values: offsets (__consumer_offsets) or txn (__transaction_state); implies --deep")
 	c.Flags().BoolVar(&o.verifyCRC, "verify-crc", false, "check every batch CRC (--deep always does); default: headers only")
+	c.Flags().BoolVar(&o.raw, "raw", false, "for a compacted partition: dump the COMMITTED batches instead of the READ_COMMITTED view")
 }
 
 func (o *dumpOptions) validate() (dumplog.Options, error) {
@@ -72,14 +75,14 @@ with key and value in base64 (null when absent). Nothing is written.` + exitStat
 			if err != nil {
 				return err
 			}
-			return runDump(cmd, g, opt, args[0])
+			return runDump(cmd, g, opt, args[0], o.raw)
 		},
 	}
 	o.addFlags(c)
 	return c
 }
 
-func runDump(cmd *cobra.Command, g *globals, opt dumplog.Options, arg string) error {
+func runDump(cmd *cobra.Command, g *globals, opt dumplog.Options, arg string, raw bool) error {
 	ctx := cmd.Context()
 	st, err := g.store(ctx)
 	if err != nil {
@@ -89,11 +92,17 @@ func runDump(cmd *cobra.Command, g *globals, opt dumplog.Options, arg string) er
 	if err != nil {
 		return err
 	}
+	if err := b.CheckNotBlocked(); err != nil {
+		return exitcode.BlockedErr(fmt.Errorf("dump: %w", err), "nothing is served from COMMITTED data under quarantined coverage; see docs/runbooks/coordinator-blocked.md")
+	}
+	if b.Coverage.State == layout.CoverageActive && !raw {
+		return runDumpView(cmd, g, opt, b)
+	}
 	src, note, err := dumplog.SourceFor(ctx, st, b)
 	if err != nil {
 		return exitcode.Wrap(replayErrCode(err), err, "")
 	}
-	if note != "" {
+	if note != "" && !raw {
 		fmt.Fprintf(g.stderr, "note: %s\n", note)
 	}
 	w := bufio.NewWriterSize(g.stdout, 64<<10)
@@ -125,6 +134,47 @@ func runDump(cmd *cobra.Command, g *globals, opt dumplog.Options, arg string) er
 	}
 	if runErr != nil {
 		return exitcode.Wrap(replayErrCode(runErr), fmt.Errorf("dump %s: %w", b.Name(), runErr), "")
+	}
+	return nil
+}
+
+// runDumpView prints the READ_COMMITTED view of a compacted partition.
+func runDumpView(cmd *cobra.Command, g *globals, opt dumplog.Options, b *layout.Binding) error {
+	ctx := cmd.Context()
+	st, err := g.store(ctx)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(g.stdout, 64<<10)
+	if g.json() {
+		err = writeJSONLine(w, map[string]any{"type": "dump", "schema_version": SchemaVersion, "topic": b.Topic, "partition": b.Partition,
+			"stream_id": b.StreamID, "source": "read_committed_view", "compacted_start": b.Coverage.Start, "compacted_end": b.Coverage.End})
+	} else {
+		_, err = fmt.Fprintf(w, "Dumping %s as a READ_COMMITTED fetch sees it: compacted view [%d, %d) (set %s), then the COMMITTED tail (--raw for the stored batches)\n",
+			b.Name(), b.Coverage.Start, b.Coverage.End, b.Coverage.SetID[:16])
+	}
+	if err != nil {
+		return err
+	}
+	var buf []byte
+	_, n, runErr := dumplog.RunView(ctx, st, b, opt, func(l dumplog.Line) error {
+		if g.json() {
+			return writeJSONLine(w, l)
+		}
+		rl := l.(*dumplog.RecordLine)
+		buf = append(rl.AppendLine(buf[:0]), " source: "...)
+		buf = append(append(buf, rl.Source...), '\n')
+		_, err := w.Write(buf)
+		return err
+	})
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if runErr != nil {
+		return exitcode.Wrap(replayErrCode(runErr), fmt.Errorf("dump %s: %w", b.Name(), runErr), "")
+	}
+	if !g.json() {
+		fmt.Fprintf(g.stdout, "%d records\n", n)
 	}
 	return nil
 }

@@ -445,6 +445,9 @@ type RecordLine struct {
 	// *coord.OffsetsRecord or a *coord.TxnRecord.
 	Decoded     any    `json:"decoded,omitempty"`
 	DecodeError string `json:"decode_error,omitempty"`
+	// Source is "view" or "committed" in a READ_COMMITTED dump of a
+	// compacted partition (empty for a dump of raw batches).
+	Source string `json:"source,omitempty"`
 
 	decodedText string
 }

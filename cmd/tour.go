@@ -9,7 +9,9 @@ import (
 	"github.com/nereusctl/nereusctl/internal/demo"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
+	"github.com/nereusctl/nereusctl/internal/retention"
 	"github.com/nereusctl/nereusctl/internal/status"
+	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
 // runTour shows the tool working on what the demo wrote: the same code paths
@@ -70,9 +72,41 @@ func runTour(cmd *cobra.Command, g *globals, sum *demo.Summary) error {
 		verdict = "MISMATCH"
 	}
 	fmt.Fprintf(w, "checkpoint anchor %s, tail %d objects / %d bytes; full replay %d objects / %d bytes\n", anchor, res.Tail.Objects, res.Tail.Bytes, full.Tail.Objects, full.Tail.Bytes)
-	fmt.Fprintf(w, "log start %d, HW %d, LSO %d (an open transaction holds it), %d producers, %d aborted ranges\n", res.State.LogStart, res.State.HW(), res.State.LSO(), len(res.State.Producers), len(res.State.Aborted))
+	held := ""
+	if res.State.LSO() < res.State.HW() {
+		held = " (an open transaction holds it below the HW)"
+	}
+	fmt.Fprintf(w, "log start %d, HW %d, LSO %d%s, %d producers, %d aborted ranges\n", res.State.LogStart, res.State.HW(), res.State.LSO(), held, len(res.State.Producers), len(res.State.Aborted))
 	fmt.Fprintf(w, "state digest %s ... %s\n", res.Digest[:16], verdict)
 
-	fmt.Fprintf(w, "\nNext: nereusctl replay %s, nereusctl checkpoint inspect %s, nereusctl dump orders-0 --deep\n", tp, tp)
+	step("What a DeleteRecords trim would do, without doing it", "trim orders-0 --to 1000 --dry-run")
+	to := int64(1000)
+	r := retention.RunPartition(ctx, st, retention.Request{TP: layout.TopicPartition{Topic: "orders", Partition: 0}, DeleteRecords: &to, NowMs: time.Now().UnixMilli(), DryRun: true})
+	renderPlan(g, r, true)
+
+	step("Mandatory compacted coverage of the coordinator topics, verified byte for byte", "verify --all --deep")
+	vtps, err := layout.ListBindings(ctx, st)
+	if err != nil {
+		return err
+	}
+	findings, bytes := 0, int64(0)
+	for _, tp := range vtps {
+		b, _, err := loadBinding(ctx, st, tp.String())
+		if err != nil {
+			return err
+		}
+		rep, err := verify.Partition(ctx, st, b, verify.Options{Deep: true, NoQuarantine: true})
+		if err != nil {
+			return err
+		}
+		findings += len(rep.Findings)
+		bytes += rep.BytesHashed
+		if b.Coverage.State != layout.CoverageNone {
+			fmt.Fprintf(w, "%-22s coverage %s [%d, %d), %d findings\n", tp, b.Coverage.State, b.Coverage.Start, b.Coverage.End, len(rep.Findings))
+		}
+	}
+	fmt.Fprintf(w, "%d partitions, %d bytes hashed, %d findings\n", len(vtps), bytes, findings)
+
+	fmt.Fprintf(w, "\nNext: nereusctl replay %s, nereusctl checkpoint inspect %s, nereusctl dump __consumer_offsets-0 --decoder offsets,\n      nereusctl trim orders-0 --to 1000, nereusctl gc --dry-run, docs/runbooks/\n", tp, tp)
 	return nil
 }

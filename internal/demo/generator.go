@@ -171,8 +171,14 @@ func (g *generator) txnBatch(base int64) ([]byte, int, error) {
 		// producer's transaction open on purpose: an ongoing transaction
 		// holds the LSO below the HW.
 		p0 := g.producers[0]
-		if g.partition == 0 && !g.leftOpen && g.openTxn[p0.id] > 0 {
+		if g.partition == 0 && !g.leftOpen {
 			g.leftOpen = true
+			if g.openTxn[p0.id] == 0 {
+				// Open one more transaction, to leave open.
+				b, n, err := g.txnData(base, p0)
+				delete(g.openTxn, p0.id)
+				return b, n, err
+			}
 			delete(g.openTxn, p0.id)
 		}
 		for _, q := range g.producers {
@@ -186,6 +192,12 @@ func (g *generator) txnBatch(base int64) ([]byte, int, error) {
 	if n := g.openTxn[pr.id]; n > 0 && n >= 1+g.rng.IntN(3) {
 		return g.marker(base, pr)
 	}
+	return g.txnData(base, pr)
+}
+
+// txnData writes one transactional data batch of pr, opening its
+// transaction if none is open.
+func (g *generator) txnData(base int64, pr *producer) ([]byte, int, error) {
 	n := g.count(10)
 	recs := g.records(base, n, func(i int) []byte { return []byte(fmt.Sprintf("payment-%d", g.made+i)) },
 		func(i int) []byte { return g.value(80 + g.rng.IntN(80)) })

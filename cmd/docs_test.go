@@ -477,6 +477,12 @@ type goreleaserConfig struct {
 	Changelog struct {
 		Sort string `yaml:"sort"`
 	} `yaml:"changelog"`
+	Release struct {
+		GitHub struct {
+			Owner string `yaml:"owner"`
+			Name  string `yaml:"name"`
+		} `yaml:"github"`
+	} `yaml:"release"`
 }
 
 // goreleaserFile is an archive file entry: a glob, or {src, dst, ...}.

@@ -22,6 +22,7 @@ func (o *demoOptions) addFlags(c *cobra.Command) {
 	c.Flags().Int64Var(&o.Seed, "seed", d.Seed, "seed: the same seed writes the same bytes")
 	c.Flags().IntVar(&o.Checkpoints, "checkpoints", d.Checkpoints, "NKC1 checkpoints per partition, spread over its life")
 	c.Flags().BoolVar(&o.noTour, "no-tour", false, "write the cluster and print the summary only")
+	c.Flags().StringSliceVar(&o.Topics, "topics", nil, "write only these demo topics (orders, payments, customers, __consumer_offsets, __transaction_state); the records are shared among them")
 }
 
 func (o *demoOptions) validate() error {
@@ -95,7 +96,7 @@ func runDemo(cmd *cobra.Command, g *globals, o *demoOptions) error {
 			return err
 		}
 	}
-	if o.noTour || g.cfg.Quiet {
+	if o.noTour || g.cfg.Quiet || len(o.Topics) > 0 {
 		return nil
 	}
 	return runTour(cmd, g, sum)

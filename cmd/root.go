@@ -129,7 +129,10 @@ recovery checkpoints, restart replay, DeleteRecords trims and retention,
 offline key compaction into NTC2 views, and mandatory compacted coverage.
 
 It works offline against the same store the brokers use. Every mutation is a
-guarded, verifiable, idempotent step; every long job can be killed and rerun.`,
+guarded, verifiable, idempotent step; every long job can be killed and rerun.` + exitStatusHelp(),
+		Example: `  nereusctl demo                                  # a demo cluster in ./nereus-data, and a tour
+  nereusctl status
+  nereusctl --store s3://bucket/nereus --s3-endpoint http://127.0.0.1:7070 --s3-path-style verify --all`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {

@@ -33,6 +33,9 @@ type Options struct {
 	Seed       int64 // same seed, same bytes
 	// Checkpoints per partition, spread over its life (0: none).
 	Checkpoints int
+	// Topics limits the demo to these topics (all when empty); the records
+	// are shared among them.
+	Topics []string
 }
 
 // DefaultOptions finish in a few seconds.
@@ -118,6 +121,32 @@ func plans(o Options) []topicPlan {
 	}
 }
 
+// selectPlans keeps the named topics and shares the records among them.
+func selectPlans(all []topicPlan, topics []string) ([]topicPlan, error) {
+	if len(topics) == 0 {
+		return all, nil
+	}
+	var out []topicPlan
+	total := 0.0
+	for _, name := range topics {
+		found := false
+		for _, p := range all {
+			if p.name == name {
+				out = append(out, p)
+				total += p.share
+				found = true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("demo: no demo topic %q (orders, payments, customers, __consumer_offsets, __transaction_state)", name)
+		}
+	}
+	for i := range out {
+		out[i].share /= total
+	}
+	return out, nil
+}
+
 // StreamID is the demo's deterministic stream id of a partition.
 func StreamID(seed int64, topic string, p int32) string {
 	sum := sha256.Sum256([]byte(fmt.Sprintf("nereus-demo/%d/%s/%d", seed, topic, p)))
@@ -150,7 +179,11 @@ func Run(ctx context.Context, st store.Store, o Options) (*Summary, error) {
 		return sum, nil
 	}
 	rng := rand.New(rand.NewPCG(uint64(o.Seed), 0x6e65726575730001))
-	for _, tp := range plans(o) {
+	ps, err := selectPlans(plans(o), o.Topics)
+	if err != nil {
+		return nil, err
+	}
+	for _, tp := range ps {
 		perPart := int(float64(o.Records) * tp.share / float64(tp.partitions))
 		for p := 0; p < tp.partitions; p++ {
 			ps, err := writePartition(ctx, st, o, tp, int32(p), perPart, rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())))
@@ -189,6 +222,10 @@ func Run(ctx context.Context, st store.Store, o Options) (*Summary, error) {
 func writePartition(ctx context.Context, st store.Store, o Options, tp topicPlan, p int32, records int, rng *rand.Rand) (*PartitionSummary, error) {
 	sid := StreamID(o.Seed, tp.name, p)
 	ps := &PartitionSummary{Topic: tp.name, Partition: p, StreamID: sid, Kind: tp.kind}
+	// Large demos (benchmarks) write bigger objects and segments, as a
+	// busy broker does; small ones stay as they are.
+	scale := max(1, records/100_000)
+	tp.cfg.SegmentBytes *= int64(scale)
 	if err := stream.CreateStream(ctx, st, sid, 0); err != nil {
 		return nil, err
 	}
@@ -206,6 +243,7 @@ func writePartition(ctx context.Context, st store.Store, o Options, tp topicPlan
 		return nil, err
 	}
 	gen := newGenerator(tp.kind, tp.name, p, records, rng)
+	gen.scale = scale
 	w.NowMs = func() int64 { return gen.clock }
 	var cpAt []int
 	for i := 1; i <= o.Checkpoints; i++ {

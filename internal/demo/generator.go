@@ -26,6 +26,7 @@ type generator struct {
 	leftOpen  bool // partition 0's open transaction was left open
 	keys      int  // compacted key space
 	internalN int  // records of internal topics made
+	scale     int  // batches per object multiplier for large demos
 }
 
 type producer struct {
@@ -84,7 +85,7 @@ func (g *generator) epochFor() int32 {
 // nextObject returns the batches of the next object starting at next and
 // the number of data records in them.
 func (g *generator) nextObject(next int64) ([][]byte, int, error) {
-	nb := 1 + g.rng.IntN(4)
+	nb := 1 + g.rng.IntN(4*max(g.scale, 1))
 	var out [][]byte
 	records := 0
 	for i := 0; i < nb && !g.done(); i++ {

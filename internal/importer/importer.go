@@ -482,7 +482,14 @@ func write(ctx context.Context, st store.Store, p *plan, res *Result, opt Option
 				key := layout.ObjectKey(sid, po.base, po.next)
 				body := data[po.start:po.end]
 				if po.next <= w.Next() {
-					if etag, ok := existing[key]; !ok || etag != store.ETagOf(body) {
+					etag, ok := existing[key]
+					if ok && etag == "" {
+						// The listing had no ETag (file://): ask for it.
+						if info, err := st.Head(ctx, key); err == nil {
+							etag = info.ETag
+						}
+					}
+					if !ok || etag != store.ETagOf(body) {
 						return fmt.Errorf("stream %s already reaches offset %d but %s is not the object this import writes: %w", sid, w.Next(), key, kafka.ErrCorrupt)
 					}
 					continue

@@ -57,21 +57,26 @@ func checkpointOf(ctx context.Context, st store.Store, b *layout.Binding, res *R
 		StreamID: b.StreamID, TopicID: b.TopicID, Topic: b.Topic, Partition: b.Partition,
 		Offset: h.Head, HeadEpoch: h.Epoch, LogStart: res.State.LogStart,
 	}
-	objs, err := layout.ListObjects(ctx, st, b.StreamID)
-	if err != nil {
-		return nil, err
-	}
-	if first := stream.FirstOffset(objs, h.Head); first < h.Head {
-		chain, err := stream.Chain(objs, first, h.Head)
+	a.ObjectKey, a.ObjectSHA256 = res.HeadObject, res.HeadObjectSHA256
+	if a.ObjectKey == "" && h.Head > res.State.LogStart {
+		// Not met by the replay (a full replay of an empty tail): find the
+		// object ending at the head.
+		objs, err := layout.ListObjects(ctx, st, b.StreamID)
 		if err != nil {
 			return nil, err
 		}
-		last := chain[len(chain)-1]
-		data, err := st.Get(ctx, last.Key, nil)
-		if err != nil {
-			return nil, fmt.Errorf("read anchor object %s: %w", last.Key, err)
+		if first := stream.FirstOffset(objs, h.Head); first < h.Head {
+			chain, err := stream.Chain(objs, first, h.Head)
+			if err != nil {
+				return nil, err
+			}
+			last := chain[len(chain)-1]
+			data, err := st.Get(ctx, last.Key, nil)
+			if err != nil {
+				return nil, fmt.Errorf("read anchor object %s: %w", last.Key, err)
+			}
+			a.ObjectKey, a.ObjectSHA256 = last.Key, store.SHA256Of(data)
 		}
-		a.ObjectKey, a.ObjectSHA256 = last.Key, store.SHA256Of(data)
 	}
 	srcs := make([]layout.SourceRef, 0, len(res.Sources))
 	for gen, sum := range res.Sources {
@@ -206,7 +211,7 @@ func List(ctx context.Context, st store.Store, b *layout.Binding) ([]Entry, erro
 		}
 		e.Anchor, e.Root = anchor, r12
 		e.Referenced = b.CheckpointRef != nil && b.CheckpointRef.Key == in.Key
-		cp, reason, detail := Check(ctx, st, b, h, objs, in)
+		cp, reason, detail := Check(ctx, st, b, h, AllObjects(objs), in)
 		e.Valid, e.Reason, e.Detail = reason == "", reason, detail
 		if cp != nil {
 			if data, err := st.Get(ctx, in.Key, nil); err == nil {
@@ -317,7 +322,7 @@ func Verify(ctx context.Context, st store.Store, b *layout.Binding) (*VerifyRepo
 		}
 		if anchor > h.Head {
 			add(in.Key, "anchor", fmt.Sprintf("anchor %d leads the head %d", anchor, h.Head))
-		} else if reason, detail := checkAnchorObject(ctx, st, cp.Anchor, objs, h); reason != "" {
+		} else if reason, detail := checkAnchorObject(ctx, st, cp.Anchor, AllObjects(objs), h); reason != "" {
 			if reason == ReasonAnchorMissing && anchor <= h.Trim && !(b.CheckpointRef != nil && b.CheckpointRef.Key == in.Key) {
 				// Stale: its anchor object was collected below the trim.
 				continue

@@ -58,6 +58,8 @@ type TailStats struct {
 	Objects int   `json:"objects"`
 	Batches int64 `json:"batches"`
 	Bytes   int64 `json:"bytes"`
+
+	headObject, headSHA string
 }
 
 // Result is the outcome of a replay.
@@ -76,6 +78,10 @@ type Result struct {
 	// Sources maps every sealed segment's COMMITTED generation still in the
 	// state to its manifest digest (the checkpoint's coverage section).
 	Sources map[int64]string
+	// HeadObject is the object ending at the head and its SHA-256 (the
+	// anchor a checkpoint made from this result names); empty for an
+	// empty stream.
+	HeadObject, HeadObjectSHA256 string
 }
 
 // Options steer a replay.
@@ -85,6 +91,9 @@ type Options struct {
 	// VerifyCRC checks every batch CRC in the tail (slower; the header-only
 	// path is the default, as a broker trusts its own durable objects).
 	VerifyCRC bool
+	// MaxAnchor, when > 0, only considers checkpoints anchored at or below
+	// it (benchmarks of tail length; forensics).
+	MaxAnchor int64
 }
 
 // Replay runs the seven steps of DESIGN §6 for one binding.
@@ -97,10 +106,7 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 	if err != nil {
 		return nil, fmt.Errorf("replay %s: read head: %w", b.Name(), err)
 	}
-	objs, err := layout.ListObjects(ctx, st, b.StreamID)
-	if err != nil {
-		return nil, fmt.Errorf("replay %s: list objects: %w", b.Name(), err)
-	}
+	lister := NewObjects(ctx, st, b.StreamID)
 	res := &Result{Binding: b, Head: *h, Full: opt.Full}
 
 	// 2-4. Choose, verify and hydrate a checkpoint.
@@ -115,26 +121,36 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 		c := cands[chosen]
 		res.Chosen = &c
 		part = cp.State
+		res.HeadObject, res.HeadObjectSHA256 = cp.Anchor.ObjectKey, cp.Anchor.ObjectSHA256
 		_, lastGen = part.SealedEnd()
 		lastGen = max(lastGen, maxSourceGen(cp.Coverage.Sources))
 		for _, s := range cp.Coverage.Sources {
 			res.Sources[s.Gen] = s.ManifestSHA256
 		}
 	}
-	first := stream.FirstOffset(objs, h.Head)
-	collected := first > h.Start
 	if !opt.Full {
-		cands, chosen, cp, err := choose(ctx, st, b, h, objs, true)
+		cands, chosen, cp, err := choose(ctx, st, b, h, lister, true, opt.MaxAnchor)
 		if err != nil {
 			return nil, err
 		}
 		hydrate(cands, chosen, cp)
-	} else if collected {
+	}
+	var first int64
+	collected := false
+	if part == nil {
+		all, err := lister.All()
+		if err != nil {
+			return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
+		}
+		first = stream.FirstOffset(all, h.Head)
+		collected = first > h.Start
+	}
+	if opt.Full && collected {
 		// gc collected the objects below the first retained one: what
 		// they held lives on only in checkpoints, as a broker keeps it in
 		// producer snapshots. A full replay starts from the oldest valid
 		// checkpoint, the retention floor.
-		cands, chosen, cp, err := choose(ctx, st, b, h, objs, false)
+		cands, chosen, cp, err := choose(ctx, st, b, h, lister, false, 0)
 		if err != nil {
 			return nil, err
 		}
@@ -152,8 +168,15 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 	}
 
 	// 5. Replay the COMMITTED tail to the head.
+	objs, err := lister.From(part.NextOffset)
+	if err != nil {
+		return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
+	}
 	if err := replayTail(ctx, st, b.StreamID, part, objs, h.Head, lastGen, opt.VerifyCRC, &res.Tail, res.Sources); err != nil {
 		return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
+	}
+	if res.Tail.headObject != "" {
+		res.HeadObject, res.HeadObjectSHA256 = res.Tail.headObject, res.Tail.headSHA
 	}
 	// 6. Apply the durable trim.
 	part.ApplyLogStart(h.Trim)
@@ -183,7 +206,7 @@ func maxSourceGen(srcs []layout.SourceRef) int64 {
 // choose lists checkpoints newest first (oldest first for the retention
 // floor) and returns the first that passes every check; the others are
 // reported with their reason.
-func choose(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Head, objs []layout.StreamObject, newestFirst bool) ([]Candidate, int, *nkc1.Checkpoint, error) {
+func choose(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Head, objs *Objects, newestFirst bool, maxAnchor int64) ([]Candidate, int, *nkc1.Checkpoint, error) {
 	infos, err := st.List(ctx, layout.CheckpointsPrefix(b.StreamID))
 	if err != nil {
 		return nil, -1, nil, fmt.Errorf("replay %s: list checkpoints: %w", b.Name(), err)
@@ -195,8 +218,8 @@ func choose(ctx context.Context, st store.Store, b *layout.Binding, h *layout.He
 	var es []entry
 	for _, in := range infos {
 		a, _, err := layout.ParseCheckpointKey(in.Key)
-		if err != nil {
-			continue // not a checkpoint name: gc's business
+		if err != nil || (maxAnchor > 0 && a > maxAnchor) {
+			continue // not a checkpoint name (gc's business), or excluded
 		}
 		es = append(es, entry{in, a})
 	}
@@ -232,7 +255,7 @@ func choose(ctx context.Context, st store.Store, b *layout.Binding, h *layout.He
 
 // Check runs the checks of DESIGN §6 steps 2-3 on one checkpoint object and
 // returns the decoded checkpoint, or the reason it cannot be used.
-func Check(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Head, objs []layout.StreamObject, info store.ObjectInfo) (*Checked, string, string) {
+func Check(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Head, objs *Objects, info store.ObjectInfo) (*Checked, string, string) {
 	anchor, _, err := layout.ParseCheckpointKey(info.Key)
 	if err != nil {
 		return nil, ReasonCorrupt, err.Error()
@@ -244,7 +267,7 @@ func Check(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Hea
 	if err != nil {
 		return nil, ReasonObject, err.Error()
 	}
-	if int64(len(data)) != info.Size || store.ETagOf(data) != info.ETag {
+	if int64(len(data)) != info.Size || (info.ETag != "" && store.ETagOf(data) != info.ETag) {
 		return nil, ReasonObject, fmt.Sprintf("GET returned %d bytes with ETag %s, listed as %d bytes with ETag %s", len(data), store.ETagOf(data), info.Size, info.ETag)
 	}
 	cp, err := nkc1.Decode(data)
@@ -275,8 +298,12 @@ type Checked struct {
 
 // checkAnchorObject compares the digest of the object ending at the anchor
 // with the one the checkpoint recorded (the stable-head anchor).
-func checkAnchorObject(ctx context.Context, st store.Store, a nkc1.Anchor, objs []layout.StreamObject, h *layout.Head) (string, string) {
+func checkAnchorObject(ctx context.Context, st store.Store, a nkc1.Anchor, lister *Objects, h *layout.Head) (string, string) {
 	if a.ObjectKey == "" {
+		objs, err := lister.All()
+		if err != nil {
+			return ReasonObject, err.Error()
+		}
 		// Anchored at the stream's first offset: nothing precedes it.
 		if a.ObjectSHA256 != "" {
 			return ReasonCorrupt, "anchor names a digest but no object"
@@ -289,6 +316,10 @@ func checkAnchorObject(ctx context.Context, st store.Store, a nkc1.Anchor, objs 
 	base, end, err := layout.ParseObjectKey(a.ObjectKey)
 	if err != nil || end != a.Offset || a.ObjectKey != layout.ObjectKey(a.StreamID, base, end) {
 		return ReasonCorrupt, fmt.Sprintf("anchor object %q does not end at anchor %d", a.ObjectKey, a.Offset)
+	}
+	objs, err := lister.From(base)
+	if err != nil {
+		return ReasonObject, err.Error()
 	}
 	chain, err := stream.Chain(objs, base, a.Offset)
 	if err != nil || len(chain) != 1 || chain[0].Key != a.ObjectKey {
@@ -347,6 +378,9 @@ func replayTail(ctx context.Context, st store.Store, sid string, part *state.Par
 		if err != nil {
 			return err
 		}
+		if o.End == head {
+			ts.headObject, ts.headSHA = o.Key, store.SHA256Of(data)
+		}
 		ts.Objects++
 		ts.Bytes += int64(len(data))
 		err = stream.ScanObject(o, data, verifyCRC, func(bt stream.Batch) error {
@@ -375,12 +409,21 @@ func replayTail(ctx context.Context, st store.Store, sid string, part *state.Par
 // sealsAfter maps the end offset of every COMMITTED generation newer than
 // lastGen to its number.
 func sealsAfter(ctx context.Context, st store.Store, sid string, lastGen int64) (map[int64]int64, map[int64]string, error) {
-	gens, err := layout.ListGenerations(ctx, st, sid)
+	// Only the generations after lastGen: a listing that starts there.
+	after := ""
+	if lastGen >= 0 {
+		after = layout.GenerationKey(sid, lastGen)
+	}
+	infos, err := st.ListAfter(ctx, layout.GenerationsPrefix(sid), after)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list generations: %w", err)
 	}
 	out, digests := map[int64]int64{}, map[int64]string{}
-	for _, n := range gens {
+	for _, in := range infos {
+		n, err := layout.ParseGenerationKey(in.Key)
+		if err != nil {
+			return nil, nil, err
+		}
 		if n <= lastGen {
 			continue
 		}

@@ -196,7 +196,7 @@ func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, 
 		ref := b.CheckpointRef != nil && b.CheckpointRef.Key == in.Key
 		if anchor >= h.Trim || ref {
 			if anchor >= h.Trim {
-				if _, reason, _ := recovery.Check(ctx, st, b, h, objs, in); reason == "" {
+				if _, reason, _ := recovery.Check(ctx, st, b, h, recovery.AllObjects(objs), in); reason == "" {
 					floor = true
 				}
 			}

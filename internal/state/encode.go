@@ -112,7 +112,7 @@ func (d *dec) done() error {
 
 // EncodeProducers encodes the producer entries, ordered by id.
 func EncodeProducers(p *Partition) []byte {
-	e := &enc{}
+	e := &enc{b: make([]byte, 0, 4+len(p.Producers)*(producerFixed+NumBatchesToRetain*batchMetaSize))}
 	prs := p.SortedProducers()
 	e.u32(uint32(len(prs)))
 	for _, pr := range prs {
@@ -241,7 +241,7 @@ func DecodeEpochs(b []byte) ([]EpochEntry, error) {
 
 // EncodeSegments encodes the virtual segments without their indexes.
 func EncodeSegments(p *Partition) []byte {
-	e := &enc{}
+	e := &enc{b: make([]byte, 0, 4+len(p.Segments)*segmentSize)}
 	e.u32(uint32(len(p.Segments)))
 	for _, s := range p.Segments {
 		e.i64(s.Base)
@@ -276,7 +276,11 @@ func DecodeSegments(b []byte) ([]Segment, error) {
 // EncodeIndexes encodes every segment's offset and time index, in segment
 // order: base, then the two lists.
 func EncodeIndexes(p *Partition) []byte {
-	e := &enc{}
+	n := 4
+	for _, s := range p.Segments {
+		n += indexHeadSize + len(s.OffsetIndex)*offsetIdxSize + len(s.TimeIndex)*timeIdxSize
+	}
+	e := &enc{b: make([]byte, 0, n)}
 	e.u32(uint32(len(p.Segments)))
 	for _, s := range p.Segments {
 		e.i64(s.Base)

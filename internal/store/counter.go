@@ -107,3 +107,8 @@ func (c *Counter) List(ctx context.Context, prefix string) ([]ObjectInfo, error)
 	c.list.Add(1)
 	return c.s.List(ctx, prefix)
 }
+
+func (c *Counter) ListAfter(ctx context.Context, prefix, startAfter string) ([]ObjectInfo, error) {
+	c.list.Add(1)
+	return c.s.ListAfter(ctx, prefix, startAfter)
+}

@@ -239,3 +239,15 @@ func (f *Faulty) List(ctx context.Context, prefix string) ([]ObjectInfo, error) 
 	}
 	return l, err
 }
+
+func (f *Faulty) ListAfter(ctx context.Context, prefix, startAfter string) ([]ObjectInfo, error) {
+	rules := f.match(VerbList, prefix)
+	if err := before("list", prefix, rules); err != nil {
+		return nil, err
+	}
+	l, err := f.s.ListAfter(ctx, prefix, startAfter)
+	if lerr := lose("list", prefix, rules); lerr != nil {
+		return nil, lerr
+	}
+	return l, err
+}

@@ -79,6 +79,12 @@ type File struct {
 
 	mu    sync.Mutex
 	cache map[string]digestEntry
+
+	// dirs caches an os.Root per folder of objects, so that opening
+	// streams/<sid>/objects/<key> costs one openat instead of a walk of
+	// every path component (os.Root resolves each one safely).
+	dirMu sync.Mutex
+	dirs  map[string]*os.Root
 }
 
 var (
@@ -134,7 +140,15 @@ func (f *File) String() string { return "file://" + f.dir }
 func (f *File) Dir() string { return f.dir }
 
 // Close releases the root directory handle.
-func (f *File) Close() error { return f.root.Close() }
+func (f *File) Close() error {
+	f.dirMu.Lock()
+	for _, r := range f.dirs {
+		r.Close()
+	}
+	f.dirs = nil
+	f.dirMu.Unlock()
+	return f.root.Close()
+}
 
 // fileKey applies ValidateKey and the file:// rules; the key, in slash form,
 // is then a path relative to the root.
@@ -180,8 +194,54 @@ func (f *File) Head(ctx context.Context, key string) (ObjectInfo, error) {
 }
 
 // stat opens key and returns its info with digests.
+// openRead opens key for reading through the cached root of its folder.
+// A stale cached folder (removed meanwhile) is dropped and the open retried
+// through the store root.
+func (f *File) openRead(key string) (*os.File, error) {
+	i := strings.LastIndexByte(key, '/')
+	if i < 0 {
+		return f.root.Open(key)
+	}
+	dir, name := key[:i], key[i+1:]
+	f.dirMu.Lock()
+	r := f.dirs[dir]
+	f.dirMu.Unlock()
+	if r == nil {
+		var err error
+		if r, err = f.root.OpenRoot(dir); err != nil {
+			return f.root.Open(key) // report the error as the store root sees it
+		}
+		f.dirMu.Lock()
+		if f.dirs == nil || len(f.dirs) > 4096 {
+			for _, old := range f.dirs {
+				old.Close()
+			}
+			f.dirs = map[string]*os.Root{}
+		}
+		if cur := f.dirs[dir]; cur != nil {
+			r.Close()
+			r = cur
+		} else {
+			f.dirs[dir] = r
+		}
+		f.dirMu.Unlock()
+	}
+	fh, err := r.Open(name)
+	if err != nil && errors.Is(err, fs.ErrNotExist) {
+		// The folder may have been removed and made again: forget it.
+		f.dirMu.Lock()
+		if f.dirs[dir] == r {
+			delete(f.dirs, dir)
+			r.Close()
+		}
+		f.dirMu.Unlock()
+		return f.root.Open(key)
+	}
+	return fh, err
+}
+
 func (f *File) stat(op, key string) (ObjectInfo, error) {
-	fh, err := f.root.Open(key)
+	fh, err := f.openRead(key)
 	if err != nil {
 		return ObjectInfo{}, mapErr(op, key, err)
 	}
@@ -210,7 +270,7 @@ func (f *File) Get(ctx context.Context, key string, r *Range) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	fh, err := f.root.Open(key)
+	fh, err := f.openRead(key)
 	if err != nil {
 		return nil, mapErr("get", key, err)
 	}
@@ -470,6 +530,20 @@ func (f *File) Delete(ctx context.Context, key string, g Guard) error {
 }
 
 func (f *File) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
+	return f.ListAfter(ctx, prefix, "")
+}
+
+// dirEntry is a listed name and how to stat it.
+type dirEntry struct {
+	name string
+	info func() (fs.FileInfo, error)
+}
+
+// ListAfter lists the keys with prefix that sort after startAfter. It reads
+// directory names only and stats just the entries it returns (or descends
+// into), so listing the tail of a stream of thousands of objects costs
+// little more than its length.
+func (f *File) ListAfter(ctx context.Context, prefix, startAfter string) ([]ObjectInfo, error) {
 	if err := ValidatePrefix(prefix); err != nil {
 		return nil, err
 	}
@@ -477,81 +551,126 @@ func (f *File) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
 		start = prefix[:i]
 	}
-	var keys []string
-	fsys := f.root.FS()
-	err := fs.WalkDir(fsys, start, func(p string, d fs.DirEntry, err error) error {
+	var out []ObjectInfo
+	fis := map[string]fs.FileInfo{}
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		d, err := f.root.Open(dir)
 		if err != nil {
-			if p == start && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) {
-				return fs.SkipAll
+			if dir == start && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) {
+				return nil
 			}
 			if isEscape(err) {
 				return fmt.Errorf("%w: a symlink leads outside the store root", ErrInvalidKey)
 			}
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed while listing
+			}
 			return err
 		}
-		if cerr := ctx.Err(); cerr != nil {
-			return cerr
-		}
-		if p == "." {
-			return nil
-		}
-		if strings.HasPrefix(d.Name(), reservedPrefix) {
-			if d.IsDir() {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if d.IsDir() {
-			if !strings.HasPrefix(p+"/", prefix) && !strings.HasPrefix(prefix, p+"/") {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasPrefix(p, prefix) || fileKey(p) != nil {
-			// Names no key can have (control characters, backslashes)
-			// were not written by a store; they are not objects.
-			return nil
-		}
-		switch t := d.Type(); {
-		case t.IsRegular():
-		case t&fs.ModeSymlink != 0:
-			fi, err := f.root.Stat(p)
-			if err != nil {
-				if isEscape(err) {
-					return fmt.Errorf("%s: %w: a symlink leads outside the store root", p, ErrInvalidKey)
+		// A whole listing stats every entry relative to the open folder
+		// (ReadDir: one cheap syscall each where the file system gives no
+		// type); a listing after a key reads names only and stats just the
+		// entries past it.
+		var ents []dirEntry
+		if startAfter == "" {
+			des, err := d.ReadDir(-1)
+			if err == nil {
+				for _, de := range des {
+					ents = append(ents, dirEntry{name: de.Name(), info: de.Info})
 				}
-				if errors.Is(err, fs.ErrNotExist) {
-					return nil // dangling
+			}
+			d.Close()
+			if err != nil {
+				if errors.Is(err, syscall.ENOTDIR) && dir == start {
+					return nil
 				}
 				return err
 			}
-			if !fi.Mode().IsRegular() {
-				return nil
+		} else {
+			names, err := d.Readdirnames(-1)
+			d.Close()
+			if err != nil {
+				if errors.Is(err, syscall.ENOTDIR) && dir == start {
+					return nil
+				}
+				return err
 			}
-		default:
-			return nil
+			for _, n := range names {
+				p := n
+				if dir != "." {
+					p = dir + "/" + n
+				}
+				ents = append(ents, dirEntry{name: n, info: func() (fs.FileInfo, error) { return f.root.Lstat(p) }})
+			}
 		}
-		keys = append(keys, p)
+		sort.Slice(ents, func(i, j int) bool { return ents[i].name < ents[j].name })
+		for _, ent := range ents {
+			name := ent.name
+			if strings.HasPrefix(name, reservedPrefix) {
+				continue
+			}
+			p := name
+			if dir != "." {
+				p = dir + "/" + name
+			}
+			// Nothing at or under p can match: skip it without a stat.
+			if !strings.HasPrefix(p+"/", prefix) && !strings.HasPrefix(prefix, p+"/") && !strings.HasPrefix(p, prefix) {
+				continue
+			}
+			if startAfter != "" && p <= startAfter && p+"/" < startAfter && !strings.HasPrefix(startAfter, p+"/") {
+				continue
+			}
+			fi, err := ent.info()
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					continue
+				}
+				return err
+			}
+			if fi.Mode()&fs.ModeSymlink != 0 {
+				fi, err = f.root.Stat(p)
+				if err != nil {
+					if isEscape(err) {
+						return fmt.Errorf("%s: %w: a symlink leads outside the store root", p, ErrInvalidKey)
+					}
+					continue // dangling
+				}
+			}
+			if fi.IsDir() {
+				if err := walk(p); err != nil {
+					return err
+				}
+				continue
+			}
+			if !fi.Mode().IsRegular() || !strings.HasPrefix(p, prefix) || fileKey(p) != nil || (startAfter != "" && p <= startAfter) {
+				continue
+			}
+			out = append(out, ObjectInfo{Key: p, Size: fi.Size(), Modified: fi.ModTime()})
+			fis[p] = fi
+		}
 		return nil
-	})
-	if err != nil {
+	}
+	if err := walk(start); err != nil {
 		return nil, fmt.Errorf("list %q in %s: %w", prefix, f, err)
 	}
-	sort.Strings(keys)
-	out := make([]ObjectInfo, 0, len(keys))
-	for _, k := range keys {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	// The ETag and SHA-256 come only from the in-memory digest cache, so a
+	// listing opens no file. Callers that need an object's ETag ask Head,
+	// as the Store contract says.
+	f.mu.Lock()
+	for i := range out {
+		fi := fis[out[i].Key]
+		if e, ok := f.cache[out[i].Key]; ok {
+			if id := idOf(fi); id.ok && e.fresh(id, fi) {
+				out[i].ETag, out[i].SHA256 = e.d.md5, e.d.sha
+			}
 		}
-		info, err := f.stat("list", k)
-		if errors.Is(err, ErrNotFound) {
-			continue // deleted while listing
-		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, info)
 	}
+	f.mu.Unlock()
 	return out, nil
 }
 

@@ -139,6 +139,10 @@ func (m *Mem) Delete(ctx context.Context, key string, g Guard) error {
 }
 
 func (m *Mem) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
+	return m.ListAfter(ctx, prefix, "")
+}
+
+func (m *Mem) ListAfter(ctx context.Context, prefix, startAfter string) ([]ObjectInfo, error) {
 	if err := ValidatePrefix(prefix); err != nil {
 		return nil, err
 	}
@@ -146,7 +150,7 @@ func (m *Mem) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 	defer m.mu.Unlock()
 	var out []ObjectInfo
 	for k, o := range m.objs {
-		if strings.HasPrefix(k, prefix) {
+		if strings.HasPrefix(k, prefix) && (startAfter == "" || k > startAfter) {
 			out = append(out, o.info)
 		}
 	}

@@ -73,3 +73,10 @@ func (r *RateLimit) List(ctx context.Context, prefix string) ([]ObjectInfo, erro
 	}
 	return r.s.List(ctx, prefix)
 }
+
+func (r *RateLimit) ListAfter(ctx context.Context, prefix, startAfter string) ([]ObjectInfo, error) {
+	if err := r.wait(ctx, "list", prefix); err != nil {
+		return nil, err
+	}
+	return r.s.ListAfter(ctx, prefix, startAfter)
+}

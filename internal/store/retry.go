@@ -147,3 +147,11 @@ func (r *Retry) Delete(ctx context.Context, key string, g Guard) error {
 // retried, so a transient error there does not turn a success into a
 // failure.
 func (r *Retry) inner() Store { return &Retry{s: r.s, p: r.p} }
+
+func (r *Retry) ListAfter(ctx context.Context, prefix, startAfter string) (l []ObjectInfo, err error) {
+	_, err = r.do(ctx, func() error {
+		l, err = r.s.ListAfter(ctx, prefix, startAfter)
+		return err
+	})
+	return l, err
+}

@@ -371,13 +371,21 @@ func (s *S3) Delete(ctx context.Context, key string, g Guard) error {
 }
 
 func (s *S3) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
+	return s.ListAfter(ctx, prefix, "")
+}
+
+func (s *S3) ListAfter(ctx context.Context, prefix, startAfter string) ([]ObjectInfo, error) {
 	if err := ValidatePrefix(prefix); err != nil {
 		return nil, err
 	}
-	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
+	in := &s3.ListObjectsV2Input{
 		Bucket: aws.String(s.bucket),
 		Prefix: aws.String(s.full(prefix)),
-	})
+	}
+	if startAfter != "" {
+		in.StartAfter = aws.String(s.full(startAfter))
+	}
+	p := s3.NewListObjectsV2Paginator(s.client, in)
 	var out []ObjectInfo
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
@@ -386,7 +394,7 @@ func (s *S3) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 		}
 		for _, o := range page.Contents {
 			k, ok := strings.CutPrefix(aws.ToString(o.Key), s.prefix)
-			if !ok {
+			if !ok || (startAfter != "" && k <= startAfter) {
 				continue
 			}
 			out = append(out, ObjectInfo{

@@ -135,8 +135,14 @@ type Store interface {
 	// is ErrPreconditionFailed; None on a missing key is nil.
 	Delete(ctx context.Context, key string, g Guard) error
 	// List returns every object whose key starts with prefix, in lexical
-	// (byte) order of keys.
+	// (byte) order of keys, with its size and modification time. ETag and
+	// SHA256 are filled where the backend has them for free (S3, mem://,
+	// file://'s digest cache) and may be empty otherwise: use Head for an
+	// ETag that must be there.
 	List(ctx context.Context, prefix string) ([]ObjectInfo, error)
+	// ListAfter is List restricted to keys that sort after startAfter
+	// (S3's StartAfter): the tail of a listing costs its length only.
+	ListAfter(ctx context.Context, prefix, startAfter string) ([]ObjectInfo, error)
 	// String names the store for messages (never with credentials).
 	String() string
 }

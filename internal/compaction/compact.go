@@ -51,9 +51,10 @@ type Options struct {
 	After       func(step string) error
 }
 
-// defaultObjectBytes splits the output into NTC2 objects of about 16 MiB.
+// defaultObjectBytes splits the output into NTC2 objects of about 4 MiB
+// (a compaction holds about three objects in memory at once).
 // It is part of the deterministic output: regenerate relies on it.
-const defaultObjectBytes = 16 << 20
+const defaultObjectBytes = 4 << 20
 
 // DefaultMaxMemory is the default offset-map budget.
 const DefaultMaxMemory = 256 << 20

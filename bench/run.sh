@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# nereusctl benchmark suite: builds the binary, makes fresh demo streams on
+# the embedded default (file://) and prints every performance target of
+# DESIGN §13 next to its measured ratio. Targets are ratios against a
+# baseline measured in the same run (cat, sha256sum), never absolute times.
+#
+#   bash bench/run.sh                  # 1M-record streams (several minutes)
+#   NEREUS_BENCH_RECORDS=200000 bash bench/run.sh   # a quicker pass
+#   BENCH_ONLY=compact bash bench/run.sh            # one section: demo restart dump compact verify retention
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RECORDS=${NEREUS_BENCH_RECORDS:-1000000}
+ONLY=${BENCH_ONLY:-}
+work=$(mktemp -d /tmp/nereus-bench.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+go build -o "$work/nereusctl" .
+N="$work/nereusctl"
+export XDG_STATE_HOME="$work/state"
+
+results=()
+report() { results+=("$(printf '%-58s %-22s %s' "$1" "$2" "$3")"); printf '%-58s %-22s %s\n' "$1" "$2" "$3"; }
+secs() { python3 -c "import sys; print(f'{float(sys.argv[1]):.3f}')" "$1"; }
+ratio() { python3 -c "import sys; a,b=float(sys.argv[1]),float(sys.argv[2]); print(f'{a/b:.2f}' if b else 'inf')" "$1" "$2"; }
+now() { date +%s.%N; }
+elapsed() { python3 -c "import sys; print(float(sys.argv[2])-float(sys.argv[1]))" "$1" "$2"; }
+want() { [ -z "$ONLY" ] || [ "$ONLY" = "$1" ]; }
+
+echo "nereusctl benchmarks: $RECORDS records per stream, $(nproc) cores, $(go version | cut -d' ' -f3)"
+echo
+
+if want demo; then
+  t0=$(now); (cd "$work" && $N --store "file://$work/demo-default" demo --no-tour >/dev/null); t1=$(now)
+  report "demo, default size: seconds" "(no target)" "$(secs "$(elapsed "$t0" "$t1")") s, $(du -sh "$work/demo-default" | cut -f1)"
+fi
+
+if want restart || want dump; then
+  t0=$(now)
+  $N --store "file://$work/orders" demo --topics orders --partitions 1 --records "$RECORDS" --checkpoints 99 --no-tour >/dev/null
+  t1=$(now)
+  report "demo, $RECORDS records of orders-0 (99 checkpoints)" "(no target)" "$(secs "$(elapsed "$t0" "$t1")") s, $(du -sh "$work/orders" | cut -f1)"
+fi
+
+if want restart; then
+  out=$(NEREUS_BENCH_RECORDS="$RECORDS" go test -run '^$' -bench BenchmarkRestart -benchtime 1x ./internal/recovery/ 2>&1 | grep BenchmarkRestart || true)
+  metric() { echo "$out" | tr '\t' '\n' | awk -v m="$1" '$2==m {print $1}'; }
+  report "restart, checkpoint + 1% tail vs full replay" ">= 30x" "$(metric full_over_tail1)x (full $(metric full_ms) ms, tail $(metric tail1_ms) ms)"
+  report "restart cost follows the tail: 5% tail / 1% tail" "~5 (grows with tail)" "$(metric tail5_over_tail1)"
+  report "restart cost follows the tail: 20% tail / 1% tail" "~20 (grows with tail)" "$(metric tail20_over_tail1)"
+  report "full replay (headers only) vs cat of the same objects" ">= 0.5x" "$(metric replay_over_cat)x ($(metric replay_MBps) vs $(metric cat_MBps) MB/s)"
+fi
+
+if want dump; then
+  sid=$(ls "$work/orders/streams")
+  objs="$work/orders/streams/$sid/objects"
+  bytes=$(cat "$objs"/* | wc -c)
+  best_cat=999; best_dump=999
+  for i in 1 2 3; do
+    t0=$(now); cat "$objs"/* >/dev/null; t1=$(now); c=$(elapsed "$t0" "$t1")
+    t0=$(now); $N --store "file://$work/orders" dump orders-0 >/dev/null; t1=$(now); d=$(elapsed "$t0" "$t1")
+    best_cat=$(python3 -c "print(min($best_cat,$c))"); best_dump=$(python3 -c "print(min($best_dump,$d))")
+  done
+  report "dump, header-only pass vs cat (MB/s of batch bytes)" "(reported)" "$(ratio "$best_cat" "$best_dump")x ($(python3 -c "print(round($bytes/$best_dump/1e6))") vs $(python3 -c "print(round($bytes/$best_cat/1e6))") MB/s)"
+fi
+
+if want compact; then
+  $N --store "file://$work/cust" demo --topics customers --partitions 1 --records "$RECORDS" --checkpoints 0 --no-tour >/dev/null
+  # the demo compacted it already: compact a copy of the raw stream again
+  # from scratch by resetting the coverage (a fresh, uncompacted binding)
+  python3 - "$work/cust" <<'PY'
+import json, sys, glob
+for f in glob.glob(sys.argv[1] + "/bindings/*/*.json"):
+    b = json.load(open(f)); b["compacted_coverage"] = {"state": "NONE", "start": 0, "end": 0}; b["version"] += 1
+    json.dump(b, open(f, "w"), indent=2)
+PY
+  rm -rf "$work"/cust/.nereus-digest* 2>/dev/null || true
+  run_compact() { # $1 max-memory; prints seconds, maxrss KB, json
+    /usr/bin/time -f '%e %M' -o "$work/time.txt" env GOMAXPROCS=1 $N --store "file://$work/cust" compact customers-0 --now 2027-01-01T00:00:00Z --max-memory "$1" -o json > "$work/compact.json"
+    cat "$work/time.txt"
+  }
+  read -r t rss < <(run_compact 256MiB)
+  in=$(python3 -c "import json; d=json.load(open('$work/compact.json')); print(d['partitions'][0]['result']['stats']['bytes_in'])")
+  keys=$(python3 -c "import json; d=json.load(open('$work/compact.json')); print(d['partitions'][0]['result']['stats']['keys'])")
+  report "compaction input MB/s, one core ($keys keys)" ">= 100 MB/s" "$(python3 -c "print(round($in/$t/1e6))") MB/s ($in bytes in $t s)"
+  report "compaction peak RSS vs 64 MiB + 24 B/key" "<= 1.0" "$(python3 -c "print(round(($rss*1024)/(64*2**20+24*$keys),2))") ($((rss/1024)) MiB, limit $(python3 -c "print(round((64*2**20+24*$keys)/2**20))") MiB)"
+  # bounded memory: a map for a tenth of the keys
+  python3 - "$work/cust" <<'PY'
+import json, sys, glob
+for f in glob.glob(sys.argv[1] + "/bindings/*/*.json"):
+    b = json.load(open(f)); b["compacted_coverage"] = {"state": "NONE", "start": 0, "end": 0}; b["version"] += 1
+    json.dump(b, open(f, "w"), indent=2)
+PY
+  mem=$((24 * keys / 10))
+  read -r t2 rss2 < <(run_compact "$mem")
+  passes=$(python3 -c "import json; d=json.load(open('$work/compact.json')); print(d['partitions'][0]['result']['stats']['passes'])")
+  report "compaction at 10x the keys the map holds: passes, RSS" "(bounded)" "$passes passes, $((rss2/1024)) MiB, $(python3 -c "print(round($in/$t2/1e6))") MB/s"
+fi
+
+if want verify; then
+  st="$work/orders"
+  [ -d "$st" ] || $N --store "file://$st" demo --topics orders --partitions 1 --records "$RECORDS" --checkpoints 0 --no-tour >/dev/null
+  files=$(find "$st/streams" -name '*.kb' -o -name '*.ntc2')
+  bytes=$(cat $files | wc -c)
+  best_sum=999; best1=999; best2=999
+  for i in 1 2 3; do
+    t0=$(now); cat $files | sha256sum >/dev/null; t1=$(now); best_sum=$(python3 -c "print(min($best_sum,$(elapsed "$t0" "$t1")))")
+    t0=$(now); GOMAXPROCS=1 $N --store "file://$st" verify --all --deep >/dev/null; t1=$(now); best1=$(python3 -c "print(min($best1,$(elapsed "$t0" "$t1")))")
+    t0=$(now); GOMAXPROCS=2 $N --store "file://$st" verify --all --deep >/dev/null; t1=$(now); best2=$(python3 -c "print(min($best2,$(elapsed "$t0" "$t1")))")
+  done
+  report "verify --deep vs sha256sum, one core" ">= 0.8x" "$(ratio "$best_sum" "$best1")x ($(python3 -c "print(round($bytes/$best1/1e6))") vs $(python3 -c "print(round($bytes/$best_sum/1e6))") MB/s)"
+  report "verify --deep two-core scaling (1 core / 2 cores time)" "> 1 (uses both cores)" "$(ratio "$best1" "$best2")x"
+fi
+
+if want retention; then
+  parts=$(( (1000 + 2) / 3 ))
+  t0=$(now)
+  $N --store "file://$work/many" demo --topics orders,payments,customers --partitions "$parts" --records $((parts * 3 * 60)) --checkpoints 1 --no-tour >/dev/null
+  t1=$(now)
+  n=$(ls "$work"/many/bindings/*/ | grep -c json)
+  t2=$(now); $N --store "file://$work/many" retention run --all --now 2027-06-01T00:00:00Z --progress-file "$work/p.json" > "$work/ret.txt"; t3=$(now)
+  report "retention run --all over $n partitions (embedded default)" "(reported)" "$(secs "$(elapsed "$t2" "$t3")") s ($(tail -1 "$work/ret.txt" | cut -c1-60)); demo took $(secs "$(elapsed "$t0" "$t1")") s"
+fi
+
+echo
+echo "== summary"
+printf '%s\n' "${results[@]}"

@@ -12,7 +12,8 @@ import (
 )
 
 type statusOptions struct {
-	sel partitionSel
+	sel   partitionSel
+	drawn bool
 }
 
 func newStatusCmd(g *globals) *cobra.Command {
@@ -27,11 +28,13 @@ the partition's coordinator is blocked by quarantined coverage.
 The LSO comes from a restart replay: the newest valid checkpoint plus the
 tail after it, so the cost per partition is a few requests plus the tail.` + exitStatusHelp("4 is returned when any listed partition is blocked"),
 		Example: `  nereusctl status
-  nereusctl status orders-0 -o json`,
+  nereusctl status orders-0 -o json
+  nereusctl status --map`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runStatus(cmd, g, o, args)
 		},
 	}
+	c.Flags().BoolVar(&o.drawn, "map", false, "draw each partition's offset line: log start, compacted coverage, checkpoints, LSO, head")
 	return c
 }
 
@@ -51,7 +54,11 @@ func runStatus(cmd *cobra.Command, g *globals, o *statusOptions, args []string) 
 	if err != nil {
 		return err
 	}
-	if err := renderStatus(g, rows); err != nil {
+	if o.drawn && !g.json() {
+		for _, l := range status.Map(rows, terminalWidth(g.stdout)) {
+			fmt.Fprintln(g.stdout, l)
+		}
+	} else if err := renderStatus(g, rows); err != nil {
 		return err
 	}
 	return statusExit(rows)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"strconv"
 
 	"golang.org/x/term"
 
@@ -43,4 +44,17 @@ func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
 // isCorruption reports errors that mean the stored bytes are wrong.
 func isCorruption(err error) bool {
 	return errors.Is(err, kafka.ErrCorrupt) || errors.Is(err, stream.ErrMissing) || errors.Is(err, stream.ErrAmbiguous) || errors.Is(err, nkc1.ErrCorrupt)
+}
+
+// terminalWidth is stdout's width on a terminal, else $COLUMNS, else 100.
+func terminalWidth(w io.Writer) int {
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 20 {
+			return cols
+		}
+	}
+	if c, err := strconv.Atoi(os.Getenv("COLUMNS")); err == nil && c > 20 {
+		return c
+	}
+	return 100
 }

@@ -7,6 +7,7 @@ package status
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nereusctl/nereusctl/internal/layout"
@@ -16,24 +17,26 @@ import (
 
 // Partition is one status row.
 type Partition struct {
-	Topic            string          `json:"topic"`
-	Partition        int32           `json:"partition"`
-	StreamID         string          `json:"stream_id"`
-	LogStart         int64           `json:"log_start"`
-	Head             int64           `json:"head"`
-	LSO              int64           `json:"lso"`
-	CheckpointAnchor *int64          `json:"checkpoint_anchor"`
-	CheckpointAgeSec *int64          `json:"checkpoint_age_seconds"`
-	TailObjects      int             `json:"tail_objects"`
-	Coverage         string          `json:"coverage"`
-	CoverageStart    int64           `json:"coverage_start"`
-	CoverageEnd      int64           `json:"coverage_end"`
-	Blocked          bool            `json:"blocked"`
-	CleanupPolicy    string          `json:"cleanup_policy"`
-	Producers        int             `json:"producers"`
-	OpenTxns         int             `json:"open_transactions"`
-	Error            string          `json:"error,omitempty"`
-	Binding          *layout.Binding `json:"-"`
+	Topic            string `json:"topic"`
+	Partition        int32  `json:"partition"`
+	StreamID         string `json:"stream_id"`
+	LogStart         int64  `json:"log_start"`
+	Head             int64  `json:"head"`
+	LSO              int64  `json:"lso"`
+	CheckpointAnchor *int64 `json:"checkpoint_anchor"`
+	CheckpointAgeSec *int64 `json:"checkpoint_age_seconds"`
+	TailObjects      int    `json:"tail_objects"`
+	Coverage         string `json:"coverage"`
+	CoverageStart    int64  `json:"coverage_start"`
+	CoverageEnd      int64  `json:"coverage_end"`
+	Blocked          bool   `json:"blocked"`
+	CleanupPolicy    string `json:"cleanup_policy"`
+	Producers        int    `json:"producers"`
+	OpenTxns         int    `json:"open_transactions"`
+	Error            string `json:"error,omitempty"`
+	// Anchors are every checkpoint\'s anchor (valid or not), for the map.
+	Anchors []int64         `json:"checkpoint_anchors"`
+	Binding *layout.Binding `json:"-"`
 }
 
 // Collect builds the status of each named partition (all when tps is nil).
@@ -83,6 +86,10 @@ func Collect(ctx context.Context, st store.Store, tps []layout.TopicPartition, n
 		row.TailObjects = res.Tail.Objects
 		row.Producers = len(res.State.Producers)
 		row.OpenTxns = len(res.State.Ongoing)
+		row.Anchors = []int64{}
+		for _, c := range res.Candidates {
+			row.Anchors = append(row.Anchors, c.Anchor)
+		}
 		if c := res.Chosen; c != nil {
 			a := c.Anchor
 			row.CheckpointAnchor = &a
@@ -94,4 +101,56 @@ func Collect(ctx context.Context, st store.Store, tps []layout.TopicPartition, n
 		out = append(out, row)
 	}
 	return out, nil
+}
+
+// Map draws each partition's offset line, scaled to width columns, in plain
+// ASCII: '.' below the log start (unreadable), '=' retained COMMITTED data,
+// '#' compacted coverage, 'X' quarantined coverage, '|' a checkpoint anchor,
+// 'L' the LSO when an open transaction holds it below the HW, ']' the head.
+func Map(rows []Partition, width int) []string {
+	nameW := 0
+	var maxHead int64 = 1
+	for _, r := range rows {
+		nameW = max(nameW, len(fmt.Sprintf("%s-%d", r.Topic, r.Partition)))
+		maxHead = max(maxHead, r.Head)
+	}
+	barW := max(width-nameW-24, 10)
+	col := func(off int64) int {
+		c := int(off * int64(barW-1) / maxHead)
+		return min(max(c, 0), barW-1)
+	}
+	out := []string{fmt.Sprintf("%-*s  %s  %s", nameW, "PARTITION", strings.Repeat(" ", barW), "LOG START..HEAD")}
+	for _, r := range rows {
+		name := fmt.Sprintf("%s-%d", r.Topic, r.Partition)
+		if r.Error != "" {
+			out = append(out, fmt.Sprintf("%-*s  error: %s", nameW, name, r.Error))
+			continue
+		}
+		bar := []byte(strings.Repeat(" ", barW))
+		for c := 0; c <= col(r.Head); c++ {
+			bar[c] = '='
+		}
+		for c := 0; c < col(r.LogStart); c++ {
+			bar[c] = '.'
+		}
+		if r.Coverage != "NONE" && r.CoverageEnd > r.CoverageStart {
+			ch := byte('#')
+			if r.Blocked {
+				ch = 'X'
+			}
+			for c := col(max(r.CoverageStart, r.LogStart)); c < col(r.CoverageEnd); c++ {
+				bar[c] = ch
+			}
+		}
+		for _, a := range r.Anchors {
+			bar[col(a)] = '|'
+		}
+		if r.LSO >= 0 && r.LSO < r.Head {
+			bar[col(r.LSO)] = 'L'
+		}
+		bar[col(r.Head)] = ']'
+		out = append(out, fmt.Sprintf("%-*s  %s  %d..%d", nameW, name, bar, r.LogStart, r.Head))
+	}
+	out = append(out, "legend: . below log start  = COMMITTED  # compacted view  X quarantined  | checkpoint  L LSO  ] head")
+	return out
 }

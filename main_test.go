@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/nereusctl/nereusctl/cmd"
+	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/testutil/s3server"
 )
 
@@ -31,13 +33,65 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// storeCmds are test-only script commands that damage a store the way the
+// runbooks' incidents do, through the store layer (so they work on S3 too):
+//
+//	storedel KEY|@FILE         delete an object
+//	storeput KEY|@FILE SRC     overwrite an object with a local file's bytes
+//
+// @FILE reads the key from a file the script wrote.
+var storeCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+	"storedel": func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) != 1 {
+			ts.Fatalf("usage: storedel KEY|@FILE")
+		}
+		st, key := scriptStore(ts, args[0])
+		ts.Check(st.Delete(context.Background(), key, store.None()))
+	},
+	"storeput": func(ts *testscript.TestScript, neg bool, args []string) {
+		if len(args) != 2 {
+			ts.Fatalf("usage: storeput KEY|@FILE SRC")
+		}
+		st, key := scriptStore(ts, args[0])
+		data, err := os.ReadFile(ts.MkAbs(args[1]))
+		ts.Check(err)
+		_, err = st.Put(context.Background(), key, data, store.None())
+		ts.Check(err)
+	},
+}
+
+func scriptStore(ts *testscript.TestScript, keyArg string) (store.Store, string) {
+	key := keyArg
+	if strings.HasPrefix(keyArg, "@") {
+		b, err := os.ReadFile(ts.MkAbs(keyArg[1:]))
+		ts.Check(err)
+		key = strings.TrimSpace(string(b))
+	}
+	st, err := store.Open(context.Background(), ts.Getenv("NEREUSCTL_STORE"), store.OpenOptions{
+		S3Endpoint: ts.Getenv("NEREUSCTL_S3_ENDPOINT"), S3PathStyle: ts.Getenv("NEREUSCTL_S3_PATH_STYLE") == "true",
+	})
+	ts.Check(err)
+	return st, key
+}
+
 // TestScripts runs the operator workflows under testdata/script against the
 // real main, on the embedded default (file://) store. Each script gets
 // $FIXTURES (../shared/fixtures/kafka) and a fresh $WORK.
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{
-		Dir:           "testdata/script",
+	testscript.Run(t, fileParams("testdata/script"))
+}
+
+// TestScriptsSharedOnFile runs the scripts the S3 test runs (the end-to-end
+// runbook) on the embedded default too.
+func TestScriptsSharedOnFile(t *testing.T) {
+	testscript.Run(t, fileParams("testdata/script/s3"))
+}
+
+func fileParams(dir string) testscript.Params {
+	return testscript.Params{
+		Dir:           dir,
 		UpdateScripts: *update,
+		Cmds:          storeCmds,
 		Setup: func(e *testscript.Env) error {
 			fix, err := filepath.Abs(filepath.Join("..", "shared", "fixtures", "kafka"))
 			if err != nil {
@@ -46,9 +100,10 @@ func TestScripts(t *testing.T) {
 			e.Setenv("FIXTURES", fix)
 			e.Setenv("NEREUSCTL_STORE", "file://"+filepath.Join(e.WorkDir, "store"))
 			e.Setenv("XDG_CONFIG_HOME", filepath.Join(e.WorkDir, ".config"))
+			e.Setenv("XDG_STATE_HOME", filepath.Join(e.WorkDir, ".state"))
 			return nil
 		},
-	})
+	}
 }
 
 // TestScriptsS3 runs the scripts under testdata/script/s3 against versitygw.
@@ -56,7 +111,8 @@ func TestScriptsS3(t *testing.T) {
 	srv := s3server.Start(t)
 	var n atomic.Int64
 	testscript.Run(t, testscript.Params{
-		Dir: "testdata/script/s3",
+		Dir:  "testdata/script/s3",
+		Cmds: storeCmds,
 		Setup: func(e *testscript.Env) error {
 			// One bucket for the test, a prefix per script.
 			e.Setenv("NEREUSCTL_STORE", srv.URL(fmt.Sprintf("script-%d", n.Add(1))))

@@ -101,6 +101,12 @@ func fileParams(dir string) testscript.Params {
 			e.Setenv("NEREUSCTL_STORE", "file://"+filepath.Join(e.WorkDir, "store"))
 			e.Setenv("XDG_CONFIG_HOME", filepath.Join(e.WorkDir, ".config"))
 			e.Setenv("XDG_STATE_HOME", filepath.Join(e.WorkDir, ".state"))
+			// A second store, the "replica bucket" of the runbooks.
+			replica := filepath.Join(e.WorkDir, "replica")
+			if err := os.MkdirAll(replica, 0o755); err != nil {
+				return err
+			}
+			e.Setenv("REPLICA", "file://"+replica)
 			return nil
 		},
 	}
@@ -114,8 +120,11 @@ func TestScriptsS3(t *testing.T) {
 		Dir:  "testdata/script/s3",
 		Cmds: storeCmds,
 		Setup: func(e *testscript.Env) error {
-			// One bucket for the test, a prefix per script.
-			e.Setenv("NEREUSCTL_STORE", srv.URL(fmt.Sprintf("script-%d", n.Add(1))))
+			// One bucket for the test, a prefix per script; a second
+			// prefix is the script's replica store.
+			i := n.Add(1)
+			e.Setenv("NEREUSCTL_STORE", srv.URL(fmt.Sprintf("script-%d", i)))
+			e.Setenv("REPLICA", srv.URL(fmt.Sprintf("script-%d-replica", i)))
 			e.Setenv("NEREUSCTL_S3_ENDPOINT", srv.Endpoint)
 			e.Setenv("NEREUSCTL_S3_PATH_STYLE", "true")
 			for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION"} {

@@ -20,6 +20,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/retention"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/testutil/s3server"
 )
 
 // cliProc starts this test binary as nereusctl in a subprocess.
@@ -162,6 +163,35 @@ func TestTrimKilledAtEveryStep(t *testing.T) {
 				t.Fatalf("crash run: exit %d, stderr %s", code, stderr)
 			}
 			if code, out, stderr := cli(t, "file://"+work, nil, "trim", "orders-0", "--to", "300"); code != 0 {
+				t.Fatalf("rerun: exit %d\n%s%s", code, out, stderr)
+			}
+			checkOneTrim(t, st, "orders", 0, before, 300)
+		})
+	}
+}
+
+// TestTrimKilledAtEveryStepS3 is the same harness against versitygw: a
+// fresh demo per step under its own prefix, the real trim process killed
+// after each step, then rerun.
+func TestTrimKilledAtEveryStepS3(t *testing.T) {
+	srv := s3server.Start(t)
+	env := []string{"NEREUSCTL_S3_ENDPOINT=" + srv.Endpoint, "NEREUSCTL_S3_PATH_STYLE=true"}
+	t.Setenv("NEREUSCTL_S3_ENDPOINT", srv.Endpoint)
+	t.Setenv("NEREUSCTL_S3_PATH_STYLE", "true")
+	for _, step := range []string{retention.StepCheckpoint, retention.StepHead, retention.StepVerify, retention.StepBinding} {
+		t.Run(step, func(t *testing.T) {
+			url := srv.URL("crash-" + step)
+			inproc(t, url, "demo", "--records", "1500", "--partitions", "1", "--no-tour")
+			st, err := store.Open(context.Background(), url, store.OpenOptions{S3Endpoint: srv.Endpoint, S3PathStyle: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := snapPart(t, st, "orders", 0)
+			code, _, stderr := cli(t, url, append(env, "NEREUSCTL_TEST_CRASH_AFTER="+step), "trim", "orders-0", "--to", "300")
+			if code != 137 {
+				t.Fatalf("crash run: exit %d: %s", code, stderr)
+			}
+			if code, out, stderr := cli(t, url, env, "trim", "orders-0", "--to", "300"); code != 0 {
 				t.Fatalf("rerun: exit %d\n%s%s", code, out, stderr)
 			}
 			checkOneTrim(t, st, "orders", 0, before, 300)

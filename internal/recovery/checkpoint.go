@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/nereusctl/nereusctl/internal/layout"
@@ -263,22 +265,32 @@ func Verify(ctx context.Context, st store.Store, b *layout.Binding) (*VerifyRepo
 		rep.Findings = append(rep.Findings, Finding{Partition: b.Name(), Key: key, Check: check, Detail: detail})
 	}
 	refFound := false
-	for _, in := range infos {
-		rep.Checkpoints++
+	var mu sync.Mutex
+	lister := AllObjects(objs)
+	check := func(in store.ObjectInfo) {
+		var local []Finding
+		add := func(key, check, detail string) {
+			local = append(local, Finding{Partition: b.Name(), Key: key, Check: check, Detail: detail})
+		}
+		defer func() {
+			mu.Lock()
+			rep.Findings = append(rep.Findings, local...)
+			mu.Unlock()
+		}()
 		anchor, r12, err := layout.ParseCheckpointKey(in.Key)
 		if err != nil {
 			add(in.Key, "name", err.Error())
-			continue
+			return
 		}
 		hd, err := st.Head(ctx, in.Key)
 		if err != nil {
 			add(in.Key, "head", err.Error())
-			continue
+			return
 		}
 		data, err := store.GetCapped(ctx, st, in.Key, MaxCheckpointBytes)
 		if err != nil {
 			add(in.Key, "get", err.Error())
-			continue
+			return
 		}
 		if hd.Size != int64(len(data)) {
 			add(in.Key, "size", fmt.Sprintf("HEAD says %d bytes, GET returned %d", hd.Size, len(data)))
@@ -289,7 +301,7 @@ func Verify(ctx context.Context, st store.Store, b *layout.Binding) (*VerifyRepo
 		r, err := nkc1.Open(data)
 		if err != nil {
 			add(in.Key, "structure", err.Error())
-			continue
+			return
 		}
 		for _, f := range r.Verify() {
 			add(in.Key, f.Check, fmt.Sprintf("section %s: %s", f.Section, f.Detail))
@@ -298,7 +310,9 @@ func Verify(ctx context.Context, st store.Store, b *layout.Binding) (*VerifyRepo
 			add(in.Key, "root", fmt.Sprintf("root %s does not match the name's %s", r.Root(), r12))
 		}
 		if b.CheckpointRef != nil && b.CheckpointRef.Key == in.Key {
+			mu.Lock()
 			refFound = true
+			mu.Unlock()
 			if s := store.SHA256Of(data); s != b.CheckpointRef.SHA256 {
 				add(in.Key, "binding-ref", fmt.Sprintf("binding records sha256 %s, object has %s", b.CheckpointRef.SHA256, s))
 			}
@@ -311,7 +325,7 @@ func Verify(ctx context.Context, st store.Store, b *layout.Binding) (*VerifyRepo
 			if len(r.Verify()) == 0 {
 				add(in.Key, "decode", err.Error())
 			}
-			continue
+			return
 		}
 		if cp.Anchor.Offset != anchor {
 			add(in.Key, "anchor", fmt.Sprintf("anchor section says %d, name says %d", cp.Anchor.Offset, anchor))
@@ -322,14 +336,38 @@ func Verify(ctx context.Context, st store.Store, b *layout.Binding) (*VerifyRepo
 		}
 		if anchor > h.Head {
 			add(in.Key, "anchor", fmt.Sprintf("anchor %d leads the head %d", anchor, h.Head))
-		} else if reason, detail := checkAnchorObject(ctx, st, cp.Anchor, AllObjects(objs), h); reason != "" {
+		} else if reason, detail := checkAnchorObject(ctx, st, cp.Anchor, lister, h); reason != "" {
 			if reason == ReasonAnchorMissing && anchor <= h.Trim && !(b.CheckpointRef != nil && b.CheckpointRef.Key == in.Key) {
 				// Stale: its anchor object was collected below the trim.
-				continue
+				return
 			}
 			add(in.Key, "anchor-object", reason+": "+detail)
 		}
 	}
+	// Checkpoints are independent: verify them on every core.
+	jobs := make(chan store.ObjectInfo)
+	var wg sync.WaitGroup
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for in := range jobs {
+				check(in)
+			}
+		}()
+	}
+	for _, in := range infos {
+		rep.Checkpoints++
+		jobs <- in
+	}
+	close(jobs)
+	wg.Wait()
+	sort.SliceStable(rep.Findings, func(i, j int) bool {
+		if rep.Findings[i].Key != rep.Findings[j].Key {
+			return rep.Findings[i].Key < rep.Findings[j].Key
+		}
+		return rep.Findings[i].Check < rep.Findings[j].Check
+	})
 	if b.CheckpointRef != nil && !refFound {
 		add(b.CheckpointRef.Key, "binding-ref", "the binding's checkpoint_ref names a checkpoint that does not exist")
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/lease"
 	"github.com/nereusctl/nereusctl/internal/store"
@@ -140,10 +141,11 @@ func TestCompletionScripts(t *testing.T) {
 
 // TestLayoutSchemas validates real layout documents against the JSON
 // Schemas in docs/formats/schemas: bindings, heads and generation manifests
-// written by demo, a lease taken by package lease, and quarantine records,
-// compacted generations and quarantined bindings encoded by package layout
-// (their writers are planned). It also checks the schemas are not vacuous
-// and that every field of the Go documents is described.
+// (COMMITTED and TOPIC_COMPACTED) written by demo, a lease taken by package
+// lease, a quarantine record and a quarantined binding written by verify,
+// an archived record written by repair, and edge cases encoded by package
+// layout. It also checks the schemas are not vacuous and that every field
+// of the Go documents is described.
 func TestLayoutSchemas(t *testing.T) {
 	schemas := map[string]*jsonschema.Schema{}
 	c := jsonschema.NewCompiler()
@@ -225,9 +227,13 @@ func TestLayoutSchemas(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Documents whose writers are planned (verify, compact, repair),
-	// encoded by layout.Encode from documents that pass layout's own
-	// validation.
+	// A real quarantine: damage one member of an ACTIVE compacted set,
+	// let verify quarantine it, and repair it from a copy of the store.
+	quarantineFlow(t, dir, st, mustValidate)
+
+	// Edge cases the demo does not write (a previous set, aborted ranges,
+	// several findings), encoded by layout.Encode from documents that pass
+	// layout's own validation.
 	tps, err := layout.ListBindings(ctx, st)
 	if err != nil || len(tps) == 0 {
 		t.Fatalf("list bindings: %v", err)
@@ -575,5 +581,187 @@ func TestGoreleaserConfig(t *testing.T) {
 		if !man || !comp {
 			t.Errorf("archive %d: man pages in man/man1 %v, completions in completions/ %v; want both", i, man, comp)
 		}
+	}
+}
+
+// TestDeployManifests checks the Kubernetes examples in docs/deploy: they
+// parse, every nereusctl invocation names a real command with real flags,
+// the shard count matches the Job's completions, and podFailurePolicy
+// names only documented exit codes.
+func TestDeployManifests(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(docsDir, "deploy", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no manifests in docs/deploy: %v", err)
+	}
+	known := map[int]bool{}
+	for _, c := range exitcode.All {
+		known[int(c.Code)] = true
+	}
+	invocations := 0
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(raw))
+		for {
+			var doc map[string]any
+			if err := dec.Decode(&doc); err == io.EOF {
+				break
+			} else if err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			spec, _ := doc["spec"].(map[string]any)
+			if doc["kind"] == "CronJob" {
+				jt, _ := spec["jobTemplate"].(map[string]any)
+				spec, _ = jt["spec"].(map[string]any)
+			}
+			if spec == nil || (doc["kind"] != "Job" && doc["kind"] != "CronJob") {
+				continue
+			}
+			name := fmt.Sprintf("%s %v", filepath.Base(f), doc["metadata"])
+			if pfp, ok := spec["podFailurePolicy"].(map[string]any); ok {
+				rules, _ := pfp["rules"].([]any)
+				for _, r := range rules {
+					oc, _ := r.(map[string]any)["onExitCodes"].(map[string]any)
+					vals, _ := oc["values"].([]any)
+					for _, v := range vals {
+						if code, _ := v.(int); !known[code] {
+							t.Errorf("%s: podFailurePolicy names exit code %v, which nereusctl does not use", name, v)
+						}
+					}
+				}
+			}
+			tmpl, _ := spec["template"].(map[string]any)
+			pod, _ := tmpl["spec"].(map[string]any)
+			containers, _ := pod["containers"].([]any)
+			for _, ci := range containers {
+				c, _ := ci.(map[string]any)
+				if cmd, _ := c["command"].([]any); len(cmd) != 1 || cmd[0] != "nereusctl" {
+					continue
+				}
+				invocations++
+				vars := map[string]string{}
+				env, _ := c["env"].([]any)
+				for _, e := range env {
+					em, _ := e.(map[string]any)
+					n, _ := em["name"].(string)
+					if v, ok := em["value"].(string); ok {
+						vars[n] = v
+					} else {
+						vars[n] = "0" // from the completion index
+					}
+				}
+				var args []string
+				argv, _ := c["args"].([]any)
+				for _, a := range argv {
+					s := fmt.Sprint(a)
+					for k, v := range vars {
+						s = strings.ReplaceAll(s, "$("+k+")", v)
+					}
+					if strings.Contains(s, "$(") {
+						t.Errorf("%s: argument %q uses an undefined variable", name, a)
+					}
+					args = append(args, s)
+				}
+				root := newRootCmd(&globals{stdout: io.Discard, stderr: io.Discard})
+				sub, rest, err := root.Find(args)
+				if err != nil || sub == root {
+					t.Errorf("%s: nereusctl %v: no such command (%v)", name, args, err)
+					continue
+				}
+				if err := sub.ParseFlags(rest); err != nil {
+					t.Errorf("%s: nereusctl %v: %v", name, args, err)
+					continue
+				}
+				if fl := sub.Flags().Lookup("shard"); fl != nil && fl.Value.String() != "" {
+					_, n, err := layout.ParseShard(fl.Value.String())
+					if err != nil {
+						t.Errorf("%s: %v", name, err)
+					}
+					if comp, ok := spec["completions"].(int); !ok || comp != n {
+						t.Errorf("%s: --shard i/%d but completions is %v", name, n, spec["completions"])
+					}
+				}
+			}
+		}
+	}
+	if invocations == 0 {
+		t.Error("docs/deploy has no nereusctl invocation")
+	}
+}
+
+// quarantineFlow runs verify and repair for real on the demo store in dir
+// and validates the documents they write.
+func quarantineFlow(t *testing.T, dir string, st store.Store, mustValidate func(schema, what string, data []byte)) {
+	t.Helper()
+	ctx := context.Background()
+	tps, err := layout.ListBindings(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b *layout.Binding
+	for _, tp := range tps {
+		c, _, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Coverage.State == layout.CoverageActive {
+			b = c
+			break
+		}
+	}
+	if b == nil {
+		t.Error("demo wrote no ACTIVE compacted coverage: no real quarantine record to validate")
+		return
+	}
+	g, _, err := layout.LoadGeneration(ctx, st, b.StreamID, b.Coverage.Members[0].Gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	member := g.Objects[0]
+	replica := t.TempDir()
+	if err := os.CopyFS(replica, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, filepath.FromSlash(member.Key))
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0xff
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := func(want int, args ...string) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := Execute(ctx, append([]string{"--store", "file://" + dir}, args...), &out, &errb); code != want {
+			t.Fatalf("nereusctl %v: exit %d, want %d\n%s%s", args, code, want, out.String(), errb.String())
+		}
+	}
+	tp := b.Name()
+	run(3, "verify", tp, "--deep")
+	rec, err := st.Get(ctx, layout.QuarantineKey(b.Coverage.SetID), nil)
+	if err != nil {
+		t.Fatalf("verify wrote no quarantine record: %v", err)
+	}
+	mustValidate("quarantine", "the quarantine record verify wrote", rec)
+	qb, err := st.Get(ctx, layout.BindingKey(b.Topic, b.Partition), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustValidate("binding", "the binding verify quarantined", qb)
+	run(0, "repair", tp, "--digest", "sha256:"+member.SHA256, "--from", "file://"+replica)
+	archived, err := st.List(ctx, layout.QuarantinePrefix+"archive/")
+	if err != nil || len(archived) == 0 {
+		t.Fatalf("repair archived no quarantine record (%v)", err)
+	}
+	for _, in := range archived {
+		doc, err := st.Get(ctx, in.Key, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustValidate("quarantine", in.Key, doc)
 	}
 }

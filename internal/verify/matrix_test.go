@@ -463,3 +463,80 @@ func findRef(t *testing.T, st store.Store, tp layout.TopicPartition, digest stri
 	t.Fatalf("no member with digest %s", digest)
 	return layout.ObjectRef{}
 }
+
+// TestRepairAllFromReplica: every damaged member of every quarantined set
+// is restored from a replica store holding the same keys.
+func TestRepairAllFromReplica(t *testing.T) {
+	ctx := context.Background()
+	st := clone(t, demoStore(t), "allfrom")
+	replica := clone(t, st, "allfrom-replica")
+	for _, tp := range internalTPs {
+		b, _ := binding(t, st, tp)
+		g, _, _ := layout.LoadGeneration(ctx, st, b.StreamID, b.Coverage.Members[0].Gen)
+		if err := st.Delete(ctx, g.Objects[0].Key, store.None()); err != nil {
+			t.Fatal(err)
+		}
+		if rep, _ := verify.Partition(ctx, st, b, verify.Options{}); !rep.Quarantined {
+			t.Fatalf("%s not quarantined", tp)
+		}
+	}
+	if recs, _ := verify.Records(ctx, st); len(recs) != 2 {
+		t.Fatalf("%d quarantine records, want 2", len(recs))
+	}
+	rs, err := repair.AllFrom(ctx, st, replica, false, 1)
+	if err != nil || len(rs) != 2 {
+		t.Fatalf("all-from: %d results, %v", len(rs), err)
+	}
+	for _, tp := range internalTPs {
+		b, _ := binding(t, st, tp)
+		if b.Coverage.State != layout.CoverageActive {
+			t.Fatalf("%s: %s after all-from", tp, b.Coverage.State)
+		}
+		if rep, err := verify.Partition(ctx, st, b, verify.Options{Deep: true}); err != nil || len(rep.Findings) != 0 {
+			t.Fatalf("%s: %+v %v", tp, rep, err)
+		}
+	}
+}
+
+// TestSampleCoversEverythingOnce: t nightly runs n = 0..t-1 hash every
+// object exactly once.
+func TestSampleCoversEverythingOnce(t *testing.T) {
+	for _, tt := range []int{1, 2, 7, 30} {
+		for i := 0; i < 500; i++ {
+			key := fmt.Sprintf("streams/s-%d/objects/%020d-%020d.kb", i%7, i*10, i*10+10)
+			hits := 0
+			for n := 0; n < tt; n++ {
+				if (&verify.Sample{N: n, T: tt}).Has(key) {
+					hits++
+				}
+			}
+			if hits != 1 {
+				t.Fatalf("t=%d: %s is in %d slices", tt, key, hits)
+			}
+		}
+	}
+	for _, bad := range []string{"", "3/3", "-1/2", "x/2", "1/0"} {
+		if _, err := verify.ParseSample(bad); err == nil {
+			t.Errorf("ParseSample(%q) accepted", bad)
+		}
+	}
+	// a sampled deep verify hashes only part of the bytes
+	ctx := context.Background()
+	st := demoStore(t)
+	b, _ := binding(t, st, layout.TopicPartition{Topic: "orders", Partition: 0})
+	full, _ := verify.Partition(ctx, st, b, verify.Options{Deep: true})
+	total := int64(0)
+	for n := 0; n < 4; n++ {
+		rep, err := verify.Partition(ctx, st, b, verify.Options{Deep: true, Sample: &verify.Sample{N: n, T: 4}})
+		if err != nil || len(rep.Findings) != 0 {
+			t.Fatal(rep, err)
+		}
+		if rep.BytesHashed >= full.BytesHashed {
+			t.Fatalf("slice %d/4 hashed %d of %d bytes", n, rep.BytesHashed, full.BytesHashed)
+		}
+		total += rep.BytesHashed
+	}
+	if total != full.BytesHashed {
+		t.Fatalf("the 4 slices hashed %d bytes, a full deep verify %d", total, full.BytesHashed)
+	}
+}

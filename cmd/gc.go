@@ -31,6 +31,9 @@ func newGCCmd(g *globals) *cobra.Command {
   off-chain         other leftovers of failed appends that no chain uses
   stale-checkpoint  checkpoints anchored below the trim that the binding does
                     not refer to
+  superseded-view   compacted generations a newer set replaced (the active
+                    set and its sources are kept) and NTC2 objects that no
+                    manifest references (abandoned compaction runs)
   task              workflow state under tasks/ (plans, staging)
 Leftovers and tasks are deleted only once older than --grace, so work in
 progress is never touched. Nothing a binding, head, live generation or kept

@@ -164,7 +164,7 @@ func Run(ctx context.Context, st store.Store, o Options) (*Summary, error) {
 	if o.Partitions < 1 || o.Records < 0 {
 		return nil, fmt.Errorf("demo: --partitions must be >= 1 and --records >= 0")
 	}
-	sum := &Summary{Seed: o.Seed}
+	sum := &Summary{Seed: o.Seed, Partitions: []PartitionSummary{}, Compacted: []string{}}
 	existing, err := layout.ListBindings(ctx, st)
 	if err != nil {
 		return nil, fmt.Errorf("demo: list bindings in %s: %w", st, err)

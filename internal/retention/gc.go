@@ -21,6 +21,7 @@ const (
 	GarbageOffChain   = "off-chain"        // leftovers below the head that no chain uses
 	GarbageCheckpoint = "stale-checkpoint" // checkpoints anchored below the trim that nothing refers to
 	GarbageTask       = "task"             // workflow state under tasks/ older than the grace period
+	GarbageCompacted  = "superseded-view"  // compacted generations a newer set replaced, and NTC2 objects nothing references
 )
 
 // GCOptions steer a gc run.
@@ -164,10 +165,38 @@ func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, 
 	referenced := map[string]bool{}
 	var belowTrim []*layout.Generation
 	lastSealedEnd := int64(-1)
+	genInfos, err := st.List(ctx, layout.GenerationsPrefix(b.StreamID))
+	if err != nil {
+		return nil, gp, err
+	}
+	genModified := map[string]store.ObjectInfo{}
+	for _, in := range genInfos {
+		genModified[in.Key] = in
+	}
+	// Compacted generations: the coverage's members (ACTIVE or QUARANTINED)
+	// and their sources are kept (repair --regenerate needs the sources);
+	// so is anything newer than the set (a compaction in flight). Older
+	// ones were superseded.
+	keepGen := map[int64]bool{}
+	maxMember := int64(-1)
+	var compacted []*layout.Generation
+	for _, m := range b.Coverage.Members {
+		keepGen[m.Gen] = true
+		maxMember = max(maxMember, m.Gen)
+	}
 	for _, n := range gens {
 		g, _, err := layout.LoadGeneration(ctx, st, b.StreamID, n)
 		if err != nil {
 			return nil, gp, err
+		}
+		if g.Kind == layout.KindTopicCompacted {
+			compacted = append(compacted, g)
+			if keepGen[g.Gen] {
+				for _, src := range g.Sources {
+					keepGen[src.Gen] = true
+				}
+			}
+			continue
 		}
 		if g.Kind == layout.KindCommitted {
 			lastSealedEnd = max(lastSealedEnd, g.End)
@@ -178,6 +207,27 @@ func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, 
 		}
 		for _, ob := range g.Objects {
 			referenced[ob.Key] = true
+		}
+	}
+
+	var viewItems, viewManifests []GCItem
+	for _, g := range compacted {
+		key := layout.GenerationKey(b.StreamID, g.Gen)
+		if keepGen[g.Gen] || g.Gen > maxMember || !old(genModified[key], o) {
+			for _, ob := range g.Objects {
+				referenced[ob.Key] = true
+			}
+			continue
+		}
+		viewManifests = append(viewManifests, GCItem{Key: key, Category: GarbageCompacted, Partition: tp.String()})
+	}
+	views, err := st.List(ctx, layout.StreamPrefix(b.StreamID)+"compacted/")
+	if err != nil {
+		return nil, gp, err
+	}
+	for _, in := range views {
+		if !referenced[in.Key] && old(in, o) {
+			viewItems = append(viewItems, GCItem{Key: in.Key, Size: in.Size, Category: GarbageCompacted, Partition: tp.String()})
 		}
 	}
 
@@ -251,7 +301,7 @@ func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, 
 		}
 	}
 	sort.SliceStable(dataItems, func(i, j int) bool { return dataItems[i].Key < dataItems[j].Key })
-	items := append(append(dataItems, manifestItems...), cpItems...)
+	items := append(append(append(append(dataItems, viewItems...), manifestItems...), viewManifests...), cpItems...)
 	for _, it := range items {
 		if !strings.HasPrefix(it.Key, layout.StreamPrefix(b.StreamID)) {
 			return nil, gp, fmt.Errorf("gc: refusing to delete %s outside stream %s", it.Key, b.StreamID)

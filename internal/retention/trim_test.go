@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nereusctl/nereusctl/internal/compaction"
 	"github.com/nereusctl/nereusctl/internal/demo"
+	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/stream"
 )
 
 // demoStore writes a small demo cluster into a fresh mem:// store.
@@ -231,4 +235,81 @@ func TestDryRunChangesNothing(t *testing.T) {
 			t.Fatalf("dry run changed %s", before[i].Key)
 		}
 	}
+}
+
+// TestGCSupersededViews: after a second compaction, gc deletes the views
+// older than the active set's sources (the previous set is kept: a
+// regenerate needs it) and NTC2 objects nothing references; the active set
+// still verifies and reads.
+func TestGCSupersededViews(t *testing.T) {
+	ctx := context.Background()
+	st := demoStore(t)
+	tp := layout.TopicPartition{Topic: "customers", Partition: 0}
+	// an abandoned run's object: no manifest references it
+	orphan := "streams/" + mustBinding(t, st, tp).StreamID + "/compacted/" + strings.Repeat("0", 64) + ".ntc2"
+	if _, err := st.Put(ctx, orphan, []byte("x"), store.None()); err != nil {
+		t.Fatal(err)
+	}
+	b := mustBinding(t, st, tp)
+	first := b.Coverage.Members[0].Gen
+	rep, err := GC(ctx, st, []layout.TopicPartition{tp}, GCOptions{Now: time.Now().Add(time.Hour), Grace: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Totals[GarbageCompacted].Objects != 1 {
+		t.Fatalf("gc: %+v", rep.Totals)
+	}
+	if _, err := st.Head(ctx, orphan); err == nil {
+		t.Fatal("the orphan NTC2 object survived")
+	}
+	if _, _, err := layout.LoadGeneration(ctx, st, b.StreamID, first); err != nil {
+		t.Fatalf("the active set's generation was collected: %v", err)
+	}
+	// Two more compactions over new segments: the first set becomes the
+	// source of the second, then is superseded by the third.
+	for round := 0; round < 2; round++ {
+		w, err := stream.OpenWriter(ctx, st, b.StreamID, b.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := w.Next()
+		spec := kafka.NewBatchSpec(next, []kafka.Record{{Offset: next, Timestamp: 1, Key: []byte("customer-1"), Value: []byte("v")}})
+		bt, _ := kafka.EncodeBatch(spec)
+		if err := w.Append(ctx, [][]byte{bt}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Roll(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := compaction.Compact(ctx, st, mustBinding(t, st, tp), compaction.Options{NowMs: 2_000_000_000_000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b = mustBinding(t, st, tp)
+	rep, err = GC(ctx, st, []layout.TopicPartition{tp}, GCOptions{Now: time.Now().Add(time.Hour), Grace: time.Minute})
+	if err != nil || len(rep.Errors) > 0 {
+		t.Fatal(err, rep.Errors)
+	}
+	if _, _, err := layout.LoadGeneration(ctx, st, b.StreamID, first); err == nil {
+		t.Fatal("the superseded first set survived gc")
+	}
+	if rep.Totals[GarbageCompacted].Objects < 2 {
+		t.Fatalf("gc: %+v", rep.Totals)
+	}
+	// the active set and its source set still read and verify
+	if _, err := compaction.Read(ctx, st, b, 0, func(compaction.Record) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := compaction.Compact(ctx, st, b, compaction.Options{NowMs: 2_000_000_000_001}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustBinding(t *testing.T, st store.Store, tp layout.TopicPartition) *layout.Binding {
+	t.Helper()
+	b, _, err := layout.LoadBinding(context.Background(), st, tp.Topic, tp.Partition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -102,10 +102,6 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 	} else {
 		rows := [][]string{}
 		for _, r := range reps {
-			state := r.Coverage
-			if r.Blocked {
-				state += " (BLOCKED)"
-			}
 			for _, f := range r.Findings {
 				rows = append(rows, []string{r.Partition, f.Scope, f.Check, f.Object, f.Detail})
 			}
@@ -114,7 +110,6 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 			} else if r.Blocked {
 				fmt.Fprintf(g.stdout, "%s: compacted set %s is QUARANTINED; the coordinator is blocked\n", r.Partition, r.SetID)
 			}
-			_ = state
 		}
 		if len(rows) > 0 {
 			if err := writeTable(g.stdout, []string{"PARTITION", "SCOPE", "CHECK", "OBJECT", "DETAIL"}, rows); err != nil {

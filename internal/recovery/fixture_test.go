@@ -32,11 +32,9 @@ func TestReplayMatchesBrokerSnapshots(t *testing.T) {
 			continue
 		}
 		st := store.NewMem(dir)
-		res, err := importer.Run(ctx, st, importer.Options{Dir: dir})
-		if err != nil {
+		if _, err := importer.Run(ctx, st, importer.Options{Dir: dir}); err != nil {
 			t.Fatalf("%s: import: %v", dir, err)
 		}
-		_ = res
 		tp := filepath.Base(dir)
 		i := strings.LastIndexByte(tp, '-')
 		b, _, err := layout.LoadBinding(ctx, st, tp[:i], mustAtoi(t, tp[i+1:]))

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -373,7 +372,6 @@ func TestDecodersRejectGarbage(t *testing.T) {
 	if _, err := DecodeProducers([]byte{0xff, 0xff, 0xff, 0xff}); err == nil {
 		t.Fatal("huge count accepted")
 	}
-	_ = fmt.Sprint()
 }
 
 func FuzzDecodeProducers(f *testing.F) {

@@ -321,8 +321,6 @@ func TestRepairSources(t *testing.T) {
 				}
 			case "replica":
 				replica := store.NewMem(t.Name() + "-replica")
-				b, _ := binding(t, st, tp)
-				_ = b
 				ref := findRef(t, st, tp, digest)
 				if _, err := replica.Put(ctx, ref.Key, orig, store.None()); err != nil {
 					t.Fatal(err)

@@ -63,7 +63,7 @@ if want dump; then
 fi
 
 if want compact; then
-  $N --store "file://$work/cust" demo --topics customers --partitions 1 --records "$RECORDS" --checkpoints 0 --no-tour >/dev/null
+  $N --store "file://$work/cust" demo --topics customers --partitions 1 --records "$RECORDS" --checkpoints 2 --no-tour >/dev/null
   # the demo compacted it already: compact a copy of the raw stream again
   # from scratch by resetting the coverage (a fresh, uncompacted binding)
   python3 - "$work/cust" <<'PY'

@@ -14,6 +14,15 @@ type progress struct {
 }
 
 func newProgress(g *globals, what string, total int64) *progress {
+	return newBar(g, what, total, true)
+}
+
+// newCountProgress counts units of work (partitions) instead of bytes.
+func newCountProgress(g *globals, what string, total int64) *progress {
+	return newBar(g, what, total, false)
+}
+
+func newBar(g *globals, what string, total int64, bytes bool) *progress {
 	p := &progress{}
 	if !g.isTTY || g.json() || g.cfg.Quiet {
 		return p
@@ -21,7 +30,8 @@ func newProgress(g *globals, what string, total int64) *progress {
 	p.bar = progressbar.NewOptions64(total,
 		progressbar.OptionSetWriter(g.stderr),
 		progressbar.OptionSetDescription(what),
-		progressbar.OptionShowBytes(true),
+		progressbar.OptionShowBytes(bytes),
+		progressbar.OptionShowCount(),
 		progressbar.OptionThrottle(100_000_000),
 		progressbar.OptionClearOnFinish(),
 	)

@@ -101,11 +101,15 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 	if progress == "" {
 		progress = retention.DefaultProgressFile(g.cfg.Store)
 	}
+	prog := newCountProgress(g, "partitions", int64(len(tps)))
+	defer prog.done()
 	rep, err := retention.RunJob(ctx, st, retention.JobOptions{
-		Partitions: tps, Selection: selection, Now: now, NowExplicit: nowExplicit, DryRun: o.dryRun,
+		OnPartition: func(done, total int, r *retention.Result) { prog.add(1) },
+		Partitions:  tps, Selection: selection, Now: now, NowExplicit: nowExplicit, DryRun: o.dryRun,
 		ProgressFile: progress, StoreName: g.cfg.Store, Holder: lease.Holder(),
 		LeaseTTL: o.leaseTTL, Hooks: crashHooks(),
 	})
+	prog.done()
 	if err != nil {
 		if he, ok := err.(*lease.HeldError); ok {
 			return exitcode.BlockedErr(fmt.Errorf("retention run: %w", he), "another retention run is working on this store; wait for it, or for the lease to expire at "+he.Until.UTC().Format(time.RFC3339))

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/recovery"
 )
 
@@ -35,6 +36,7 @@ object is written. --dry-run prints what would be written and writes nothing.` +
 				return err
 			}
 			var results []map[string]any
+			var failed []error
 			rows := [][]string{}
 			for _, tp := range tps {
 				b, etag, err := loadBinding(ctx, st, tp.String())
@@ -43,7 +45,13 @@ object is written. --dry-run prints what would be written and writes nothing.` +
 				}
 				r, err := recovery.Create(ctx, st, b, etag, o.dryRun)
 				if err != nil {
-					return fmt.Errorf("checkpoint create %s: %w", tp, err)
+					// One partition's failure (a blocked coordinator, a
+					// corrupt object) does not stop the others.
+					err = fmt.Errorf("checkpoint create %s: %w", tp, err)
+					failed = append(failed, err)
+					results = append(results, map[string]any{"topic": tp.Topic, "partition": tp.Partition, "error": err.Error()})
+					rows = append(rows, []string{tp.String(), "-", "-", "error: " + err.Error(), ""})
+					continue
 				}
 				results = append(results, map[string]any{"topic": tp.Topic, "partition": tp.Partition, "checkpoint": r, "state_digest": r.Replay.Digest})
 				action := "published"
@@ -57,10 +65,19 @@ object is written. --dry-run prints what would be written and writes nothing.` +
 				}
 				rows = append(rows, []string{tp.String(), fmt.Sprint(r.Anchor), fmt.Sprint(r.Size), action, r.Key})
 			}
+			var err2 error
 			if g.json() {
-				return writeJSON(g.stdout, map[string]any{"schema_version": SchemaVersion, "dry_run": o.dryRun, "partitions": nonNil(results)})
+				err2 = writeJSON(g.stdout, map[string]any{"schema_version": SchemaVersion, "dry_run": o.dryRun, "partitions": nonNil(results)})
+			} else {
+				err2 = writeTable(g.stdout, []string{"PARTITION", "ANCHOR", "SIZE", "ACTION", "KEY"}, rows)
 			}
-			return writeTable(g.stdout, []string{"PARTITION", "ANCHOR", "SIZE", "ACTION", "KEY"}, rows)
+			if err2 != nil {
+				return err2
+			}
+			if len(failed) > 0 {
+				return exitcode.Wrap(replayErrCode(failed[0]), fmt.Errorf("%d of %d partitions failed; first: %w", len(failed), len(tps), failed[0]), "")
+			}
+			return nil
 		},
 	}
 	o.sel.addFlags(c, true)

@@ -215,12 +215,8 @@ func List(ctx context.Context, st store.Store, b *layout.Binding) ([]Entry, erro
 		e.Referenced = b.CheckpointRef != nil && b.CheckpointRef.Key == in.Key
 		cp, reason, detail := Check(ctx, st, b, h, AllObjects(objs), in)
 		e.Valid, e.Reason, e.Detail = reason == "", reason, detail
-		if cp != nil {
-			if data, err := st.Get(ctx, in.Key, nil); err == nil {
-				if r, err := nkc1.Open(data); err == nil {
-					e.Root = r.Root()
-				}
-			}
+		if cp != nil && cp.Root != "" {
+			e.Root = cp.Root
 		}
 		out = append(out, e)
 	}

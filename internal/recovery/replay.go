@@ -287,13 +287,19 @@ func Check(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Hea
 	if reason, detail := checkAnchorObject(ctx, st, a, objs, h); reason != "" {
 		return nil, reason, detail
 	}
-	return &Checked{Checkpoint: cp, SHA256: store.SHA256Of(data)}, "", ""
+	checked := &Checked{Checkpoint: cp, SHA256: store.SHA256Of(data)}
+	if r, err := nkc1.Open(data); err == nil {
+		checked.Root = r.Root()
+	}
+	return checked, "", ""
 }
 
-// Checked is a checkpoint that passed every check, with its object digest.
+// Checked is a checkpoint that passed every check, with its object digest
+// and root.
 type Checked struct {
 	*nkc1.Checkpoint
 	SHA256 string
+	Root   string
 }
 
 // checkAnchorObject compares the digest of the object ending at the anchor

@@ -245,7 +245,9 @@ func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, 
 		}
 		ref := b.CheckpointRef != nil && b.CheckpointRef.Key == in.Key
 		if anchor >= h.Trim || ref {
-			if anchor >= h.Trim {
+			// One valid checkpoint at or above the trim is the floor; the
+			// others need no reading.
+			if anchor >= h.Trim && !floor {
 				if _, reason, _ := recovery.Check(ctx, st, b, h, recovery.AllObjects(objs), in); reason == "" {
 					floor = true
 				}

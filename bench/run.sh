@@ -47,6 +47,13 @@ if want restart; then
   report "restart cost follows the tail: 5% tail / 1% tail" "~5 (grows with tail)" "$(metric tail5_over_tail1)"
   report "restart cost follows the tail: 20% tail / 1% tail" "~20 (grows with tail)" "$(metric tail20_over_tail1)"
   report "full replay (headers only) vs cat of the same objects" ">= 0.5x" "$(metric replay_over_cat)x ($(metric replay_MBps) vs $(metric cat_MBps) MB/s)"
+  # The same on an S3 store (versitygw), where a restart's requests follow
+  # the tail: LIST after the anchor and GETs of the tail objects only.
+  if command -v versitygw >/dev/null 2>&1 || [ -x "$(go env GOPATH | cut -d: -f1)/bin/versitygw" ]; then
+    out=$(NEREUS_BENCH_STORE=s3 NEREUS_BENCH_RECORDS="$RECORDS" go test -run '^$' -bench BenchmarkRestart -benchtime 1x ./internal/recovery/ 2>&1 | grep BenchmarkRestart || true)
+    report "restart on versitygw (S3), 1% tail vs full replay" ">= 30x" "$(metric full_over_tail1)x (full $(metric full_ms) ms, tail $(metric tail1_ms) ms)"
+    report "restart on versitygw: 5% / 1%, 20% / 1%" "grows with tail" "$(metric tail5_over_tail1), $(metric tail20_over_tail1)"
+  fi
 fi
 
 if want dump; then

@@ -139,8 +139,8 @@ func checkOneTrim(t *testing.T, st store.Store, topic string, p int32, before pa
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Digest != f.Digest || a.State.LogStart != target {
-		t.Fatalf("%s-%d: replay digest %s, full %s, log start %d", topic, p, a.Digest, f.Digest, a.State.LogStart)
+	if a.Digest() != f.Digest() || a.State.LogStart != target {
+		t.Fatalf("%s-%d: replay digest %s, full %s, log start %d", topic, p, a.Digest(), f.Digest(), a.State.LogStart)
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/recovery"
 )
 
@@ -53,7 +52,7 @@ object is written. --dry-run prints what would be written and writes nothing.` +
 					rows = append(rows, []string{tp.String(), "-", "-", "error: " + err.Error(), ""})
 					continue
 				}
-				results = append(results, map[string]any{"topic": tp.Topic, "partition": tp.Partition, "checkpoint": r, "state_digest": r.Replay.Digest})
+				results = append(results, map[string]any{"topic": tp.Topic, "partition": tp.Partition, "checkpoint": r, "state_digest": r.Replay.Digest()})
 				action := "published"
 				switch {
 				case r.DryRun && r.Reused:
@@ -75,7 +74,7 @@ object is written. --dry-run prints what would be written and writes nothing.` +
 				return err2
 			}
 			if len(failed) > 0 {
-				return exitcode.Wrap(replayErrCode(failed[0]), fmt.Errorf("%d of %d partitions failed; first: %w", len(failed), len(tps), failed[0]), "")
+				return fmt.Errorf("%d of %d partitions failed; first: %w", len(failed), len(tps), failed[0])
 			}
 			return nil
 		},

@@ -147,7 +147,7 @@ func runCompact(cmd *cobra.Command, g *globals, o *compactOptions, args []string
 		if errors.Is(firstErr, compaction.ErrNotCompacted) {
 			return exitcode.UsageErr(firstErr)
 		}
-		if isCorruption(firstErr) || errors.Is(firstErr, compaction.ErrSourceChanged) {
+		if exitcode.IsCorruption(firstErr) || errors.Is(firstErr, compaction.ErrSourceChanged) {
 			return exitcode.VerifyErr(firstErr)
 		}
 		return firstErr

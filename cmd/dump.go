@@ -100,7 +100,7 @@ func runDump(cmd *cobra.Command, g *globals, opt dumplog.Options, arg string, ra
 	}
 	src, note, err := dumplog.SourceFor(ctx, st, b)
 	if err != nil {
-		return exitcode.Wrap(replayErrCode(err), err, "")
+		return err
 	}
 	if note != "" && !raw {
 		fmt.Fprintf(g.stderr, "note: %s\n", note)
@@ -133,7 +133,7 @@ func runDump(cmd *cobra.Command, g *globals, opt dumplog.Options, arg string, ra
 		fmt.Fprintf(g.stderr, "note: --from %d is below the log start %d; dumped from the log start\n", opt.From, sum.LogStart)
 	}
 	if runErr != nil {
-		return exitcode.Wrap(replayErrCode(runErr), fmt.Errorf("dump %s: %w", b.Name(), runErr), "")
+		return fmt.Errorf("dump %s: %w", b.Name(), runErr)
 	}
 	return nil
 }
@@ -171,7 +171,7 @@ func runDumpView(cmd *cobra.Command, g *globals, opt dumplog.Options, b *layout.
 		return err
 	}
 	if runErr != nil {
-		return exitcode.Wrap(replayErrCode(runErr), fmt.Errorf("dump %s: %w", b.Name(), runErr), "")
+		return fmt.Errorf("dump %s: %w", b.Name(), runErr)
 	}
 	if !g.json() {
 		fmt.Fprintf(g.stdout, "%d records\n", n)

@@ -163,7 +163,7 @@ func importErr(err error) error {
 		return exitcode.Wrap(exitcode.Usage, err, "point DIR at the partition directory itself (a real directory of regular files) and check its name")
 	case errors.Is(err, kafka.ErrCRC):
 		return exitcode.Wrap(exitcode.Verify, err, "restore the partition from a replica; if this is the torn tail of a crashed broker, import a copy cut at the named byte")
-	case isCorruption(err):
+	case exitcode.IsCorruption(err):
 		return exitcode.Wrap(exitcode.Verify, err, "the segment files are damaged; restore the partition from a replica")
 	}
 	return err

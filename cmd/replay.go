@@ -58,12 +58,12 @@ func runReplay(cmd *cobra.Command, g *globals, o *replayOptions, arg string) err
 	}
 	res, err := recovery.Replay(ctx, st, b, recovery.Options{Full: o.full, VerifyCRC: o.verifyCRC})
 	if err != nil {
-		return exitcode.Wrap(replayErrCode(err), err, "")
+		return err
 	}
 	var full *recovery.Result
 	if o.compare {
 		if full, err = recovery.Replay(ctx, st, b, recovery.Options{Full: true, VerifyCRC: o.verifyCRC}); err != nil {
-			return exitcode.Wrap(replayErrCode(err), fmt.Errorf("full replay: %w", err), "")
+			return fmt.Errorf("full replay: %w", err)
 		}
 	}
 	if g.json() {
@@ -74,17 +74,10 @@ func runReplay(cmd *cobra.Command, g *globals, o *replayOptions, arg string) err
 	if err != nil {
 		return err
 	}
-	if full != nil && full.Digest != res.Digest {
-		return exitcode.VerifyErr(fmt.Errorf("replay %s: checkpoint path digest %s differs from full replay digest %s", b.Name(), res.Digest, full.Digest))
+	if full != nil && full.Digest() != res.Digest() {
+		return exitcode.VerifyErr(fmt.Errorf("replay %s: checkpoint path digest %s differs from full replay digest %s", b.Name(), res.Digest(), full.Digest()))
 	}
 	return nil
-}
-
-func replayErrCode(err error) exitcode.Code {
-	if isCorruption(err) {
-		return exitcode.Verify
-	}
-	return exitcode.Of(err)
 }
 
 type producerJSON struct {
@@ -141,7 +134,7 @@ func replayJSON(res, full *recovery.Result) map[string]any {
 		"hw":                p.HW(),
 		"lso":               p.LSO(),
 		"trim":              res.Head.Trim,
-		"state_digest":      res.Digest,
+		"state_digest":      res.Digest(),
 		"producers":         prods,
 		"open_transactions": nonNil(p.SortedOngoing()),
 		"aborted":           nonNil(p.Aborted),
@@ -149,9 +142,9 @@ func replayJSON(res, full *recovery.Result) map[string]any {
 		"segments":          segs,
 	}
 	if full != nil {
-		out["full_state_digest"] = full.Digest
+		out["full_state_digest"] = full.Digest()
 		out["full_tail"] = full.Tail
-		out["digests_match"] = full.Digest == res.Digest
+		out["digests_match"] = full.Digest() == res.Digest()
 	}
 	return out
 }
@@ -185,13 +178,13 @@ func renderReplay(w io.Writer, res, full *recovery.Result) error {
 	fmt.Fprintf(w, "State: log start %d, HW %d, LSO %d, trim %d\n", p.LogStart, p.HW(), p.LSO(), res.Head.Trim)
 	fmt.Fprintf(w, "       %d producers, %d open transactions, %d aborted ranges, %d leader epochs, %d segments\n",
 		len(p.Producers), len(p.Ongoing), len(p.Aborted), len(p.Epochs), len(p.Segments))
-	fmt.Fprintf(w, "State digest: %s\n", res.Digest)
+	fmt.Fprintf(w, "State digest: %s\n", res.Digest())
 	if full != nil {
 		verdict := "MATCH"
-		if full.Digest != res.Digest {
+		if full.Digest() != res.Digest() {
 			verdict = "MISMATCH"
 		}
-		fmt.Fprintf(w, "Full replay digest: %s (%s; full replay read %d objects, %d bytes)\n", full.Digest, verdict, full.Tail.Objects, full.Tail.Bytes)
+		fmt.Fprintf(w, "Full replay digest: %s (%s; full replay read %d objects, %d bytes)\n", full.Digest(), verdict, full.Tail.Objects, full.Tail.Bytes)
 	}
 	if len(p.Producers) > 0 {
 		fmt.Fprintln(w, "\nProducers:")

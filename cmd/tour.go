@@ -68,7 +68,7 @@ func runTour(cmd *cobra.Command, g *globals, sum *demo.Summary) error {
 		anchor = fmt.Sprint(res.Chosen.Anchor)
 	}
 	verdict := "MATCH"
-	if res.Digest != full.Digest {
+	if res.Digest() != full.Digest() {
 		verdict = "MISMATCH"
 	}
 	fmt.Fprintf(w, "checkpoint anchor %s, tail %d objects / %d bytes; full replay %d objects / %d bytes\n", anchor, res.Tail.Objects, res.Tail.Bytes, full.Tail.Objects, full.Tail.Bytes)
@@ -77,7 +77,7 @@ func runTour(cmd *cobra.Command, g *globals, sum *demo.Summary) error {
 		held = " (an open transaction holds it below the HW)"
 	}
 	fmt.Fprintf(w, "log start %d, HW %d, LSO %d%s, %d producers, %d aborted ranges\n", res.State.LogStart, res.State.HW(), res.State.LSO(), held, len(res.State.Producers), len(res.State.Aborted))
-	fmt.Fprintf(w, "state digest %s ... %s\n", res.Digest[:16], verdict)
+	fmt.Fprintf(w, "state digest %s ... %s\n", res.Digest()[:16], verdict)
 
 	step("What a DeleteRecords trim would do, without doing it", "trim orders-0 --to 1000 --dry-run")
 	to := int64(1000)

@@ -9,10 +9,7 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/nereusctl/nereusctl/internal/kafka"
-	"github.com/nereusctl/nereusctl/internal/nkc1"
 	"github.com/nereusctl/nereusctl/internal/store"
-	"github.com/nereusctl/nereusctl/internal/stream"
 )
 
 func isTerminal(w io.Writer) bool {
@@ -40,11 +37,6 @@ func openStore(ctx context.Context, cfg Config, create bool) (store.Store, error
 }
 
 func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
-
-// isCorruption reports errors that mean the stored bytes are wrong.
-func isCorruption(err error) bool {
-	return errors.Is(err, kafka.ErrCorrupt) || errors.Is(err, stream.ErrMissing) || errors.Is(err, stream.ErrAmbiguous) || errors.Is(err, nkc1.ErrCorrupt)
-}
 
 // terminalWidth is stdout's width on a terminal, else $COLUMNS, else 100.
 func terminalWidth(w io.Writer) int {

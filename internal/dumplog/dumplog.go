@@ -311,12 +311,6 @@ type BatchLine struct {
 	horizon int64
 }
 
-// NewBatchLine describes b's header; Valid is left unchecked.
-func NewBatchLine(b Batch) *BatchLine {
-	l := &BatchLine{}
-	fillBatchLine(l, b)
-	return l
-}
 
 func fillBatchLine(l *BatchLine, b Batch) {
 	h := &b.Header

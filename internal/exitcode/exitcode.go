@@ -7,8 +7,13 @@ import (
 	"context"
 	"errors"
 
+	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/nkc1"
+	"github.com/nereusctl/nereusctl/internal/ntc2"
+	"github.com/nereusctl/nereusctl/internal/state"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/stream"
 )
 
 // Code is a process exit status.
@@ -84,7 +89,8 @@ func VerifyErr(err error) error { return Wrap(Verify, err, "") }
 func BlockedErr(err error, hint string) error { return Wrap(Blocked, err, hint) }
 
 // Of maps an error to its exit code: an explicit Err wins; then
-// interruption, lost preconditions, and everything else is Error.
+// interruption, lost preconditions and blocked coverage, corruption, and
+// everything else is Error.
 func Of(err error) Code {
 	if err == nil {
 		return OK
@@ -98,8 +104,22 @@ func Of(err error) Code {
 		return Interrupted
 	case errors.Is(err, store.ErrPreconditionFailed), errors.Is(err, layout.ErrBlocked):
 		return Blocked
+	case IsCorruption(err):
+		return Verify
 	}
 	return Error
+}
+
+// IsCorruption reports errors that mean stored bytes are wrong: a batch,
+// checkpoint, view or state encoding that fails its checks, or stream data
+// the head promises that is missing or ambiguous.
+func IsCorruption(err error) bool {
+	for _, e := range []error{kafka.ErrCorrupt, nkc1.ErrCorrupt, ntc2.ErrCorrupt, state.ErrMalformed, stream.ErrMissing, stream.ErrAmbiguous} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // HintOf returns the first hint attached to err.

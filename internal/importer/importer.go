@@ -319,10 +319,10 @@ func (im *Import) Run(ctx context.Context, st store.Store) (*Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("import kafka-log %s: replay stream %s: %w", name, res.StreamID, err)
 	}
-	res.StateDigest = rr.Digest
-	if rr.Digest != expected {
+	res.StateDigest = rr.Digest()
+	if rr.Digest() != expected {
 		return nil, fmt.Errorf("import kafka-log %s: a replay of stream %s gives state digest %s, the segment files give %s; the binding was not created: %w",
-			name, res.StreamID, rr.Digest, expected, kafka.ErrCorrupt)
+			name, res.StreamID, rr.Digest(), expected, kafka.ErrCorrupt)
 	}
 	res.Epochs = epochCheck(ckpt, rr.State.Epochs, res, p)
 	res.Epochs.Source = "recovery.Replay of the imported stream"

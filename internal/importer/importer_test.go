@@ -154,8 +154,8 @@ func TestImportEveryFixture(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if full.Digest != res.StateDigest || full.State.NextOffset != res.Head || full.Head.Head != res.Head {
-				t.Fatalf("replay digest %s head %d, import says %s head %d", full.Digest, full.State.NextOffset, res.StateDigest, res.Head)
+			if full.Digest() != res.StateDigest || full.State.NextOffset != res.Head || full.Head.Head != res.Head {
+				t.Fatalf("replay digest %s head %d, import says %s head %d", full.Digest(), full.State.NextOffset, res.StateDigest, res.Head)
 			}
 			if res.Epochs.Status != EpochsMatch && res.Epochs.Status != EpochsExplained {
 				t.Fatalf("epochs %s: %v", res.Epochs.Status, res.Epochs.Notes)
@@ -548,8 +548,8 @@ func TestImportSegmentsGapsOverlapsAndEpochs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rr.State.LogStart != 1 || rr.Digest != res.StateDigest {
-		t.Fatalf("replay log start %d digest %s", rr.State.LogStart, rr.Digest)
+	if rr.State.LogStart != 1 || rr.Digest() != res.StateDigest {
+		t.Fatalf("replay log start %d digest %s", rr.State.LogStart, rr.Digest())
 	}
 
 	// An empty last segment above the data: Kafka's log end is its base.
@@ -673,8 +673,8 @@ func TestImportObjectSizes(t *testing.T) {
 		t.Fatal(err)
 	}
 	rr, err := recovery.Replay(ctx, st, b, recovery.Options{Full: true})
-	if err != nil || rr.Digest != res.StateDigest {
-		t.Fatalf("replay %v digest %s vs %s", err, rr.Digest, res.StateDigest)
+	if err != nil || rr.Digest() != res.StateDigest {
+		t.Fatalf("replay %v digest %s vs %s", err, rr.Digest(), res.StateDigest)
 	}
 }
 

@@ -97,8 +97,8 @@ func BenchmarkRestart(b *testing.B) {
 		t1, r1 := timeIt(recovery.Options{MaxAnchor: h.Head * 99 / 100})
 		t5, _ := timeIt(recovery.Options{MaxAnchor: h.Head * 95 / 100})
 		t20, _ := timeIt(recovery.Options{MaxAnchor: h.Head * 80 / 100})
-		if r1.Digest != fr.Digest {
-			b.Fatalf("digests differ: %s vs %s", r1.Digest, fr.Digest)
+		if r1.Digest() != fr.Digest() {
+			b.Fatalf("digests differ: %s vs %s", r1.Digest(), fr.Digest())
 		}
 		// cat: read every object file of the stream (file:// only)
 		cat := time.Duration(1 << 62)

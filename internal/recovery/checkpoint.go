@@ -11,7 +11,6 @@ import (
 
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/nkc1"
-	"github.com/nereusctl/nereusctl/internal/state"
 	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/stream"
 )
@@ -28,15 +27,6 @@ type CreateResult struct {
 	RefUpdate bool    `json:"binding_updated"`
 	DryRun    bool    `json:"dry_run"`
 	Replay    *Result `json:"-"`
-}
-
-// Build replays b and encodes the checkpoint that would anchor at the head.
-func Build(ctx context.Context, st store.Store, b *layout.Binding) (*Result, *nkc1.Checkpoint, []byte, string, error) {
-	res, err := Replay(ctx, st, b, Options{})
-	if err != nil {
-		return nil, nil, nil, "", err
-	}
-	return BuildFrom(ctx, st, b, res)
 }
 
 // BuildFrom encodes the checkpoint of an existing replay result.
@@ -108,31 +98,20 @@ func Create(ctx context.Context, st store.Store, b *layout.Binding, bindingETag 
 // CreateFrom is Create with the replay already done (res must be a replay
 // of b at the current head).
 func CreateFrom(ctx context.Context, st store.Store, b *layout.Binding, bindingETag string, res *Result, dryRun bool) (*CreateResult, error) {
+	if c := res.Chosen; c != nil && res.SameAsChosen {
+		// Nothing new since the chosen checkpoint: it is the state at the
+		// head already. No object is written (and none is encoded).
+		out := &CreateResult{Anchor: c.Anchor, Root: c.Root, Key: c.Key, Size: c.Size, SHA256: c.SHA256, Reused: true, DryRun: dryRun, Replay: res}
+		if dryRun {
+			return out, nil
+		}
+		return out, pointBinding(ctx, st, b, bindingETag, out)
+	}
 	_, _, data, root, err := BuildFrom(ctx, st, b, res)
 	if err != nil {
 		return nil, err
 	}
 	out := &CreateResult{Anchor: res.Head.Head, Root: root, DryRun: dryRun, Replay: res}
-	if c := res.Chosen; c != nil && c.Anchor == res.Head.Head {
-		// Nothing new since the chosen checkpoint: its state replays to the
-		// same digest at the same anchor.
-		existing, err := st.Get(ctx, c.Key, nil)
-		if err != nil {
-			return nil, fmt.Errorf("read checkpoint %s: %w", c.Key, err)
-		}
-		ecp, err := nkc1.Decode(existing)
-		if err == nil && state.Digest(ecp.State) == res.Digest {
-			r, _ := nkc1.Open(existing)
-			out.Key, out.Size, out.SHA256, out.Reused = c.Key, int64(len(existing)), store.SHA256Of(existing), true
-			if r != nil {
-				out.Root = r.Root()
-			}
-			if dryRun {
-				return out, nil
-			}
-			return out, pointBinding(ctx, st, b, bindingETag, out)
-		}
-	}
 	out.Key = layout.CheckpointKey(b.StreamID, res.Head.Head, root)
 	out.Size = int64(len(data))
 	out.SHA256 = store.SHA256Of(data)
@@ -299,8 +278,17 @@ func Verify(ctx context.Context, st store.Store, b *layout.Binding) (*VerifyRepo
 			add(in.Key, "structure", err.Error())
 			return
 		}
-		for _, f := range r.Verify() {
-			add(in.Key, f.Check, fmt.Sprintf("section %s: %s", f.Section, f.Detail))
+		// One decode checks the root and every section's CRC and digest;
+		// only a failure needs the full list of findings.
+		cp, decodeErr := r.Checkpoint()
+		if decodeErr != nil {
+			fs := r.Verify()
+			for _, f := range fs {
+				add(in.Key, f.Check, fmt.Sprintf("section %s: %s", f.Section, f.Detail))
+			}
+			if len(fs) == 0 {
+				add(in.Key, "decode", decodeErr.Error())
+			}
 		}
 		if len(r.Root()) < 12 || r.Root()[:12] != r12 {
 			add(in.Key, "root", fmt.Sprintf("root %s does not match the name's %s", r.Root(), r12))
@@ -316,11 +304,7 @@ func Verify(ctx context.Context, st store.Store, b *layout.Binding) (*VerifyRepo
 				add(in.Key, "binding-ref", fmt.Sprintf("binding records anchor %d, name says %d", b.CheckpointRef.Anchor, anchor))
 			}
 		}
-		cp, err := nkc1.Decode(data)
-		if err != nil {
-			if len(r.Verify()) == 0 {
-				add(in.Key, "decode", err.Error())
-			}
+		if decodeErr != nil {
 			return
 		}
 		if cp.Anchor.Offset != anchor {

@@ -46,6 +46,7 @@ type Candidate struct {
 	Size     int64     `json:"size"`
 	Modified time.Time `json:"modified"`
 	SHA256   string    `json:"sha256,omitempty"` // of the chosen one
+	Root     string    `json:"root,omitempty"`   // of the chosen one
 	Status   string    `json:"status"`           // chosen, skipped, not-needed
 	Reason   string    `json:"reason,omitempty"`
 	Detail   string    `json:"detail,omitempty"`
@@ -60,6 +61,7 @@ type TailStats struct {
 	Bytes   int64 `json:"bytes"`
 
 	headObject, headSHA string
+	changed             bool // a seal happened without any batch
 }
 
 // Result is the outcome of a replay.
@@ -70,7 +72,7 @@ type Result struct {
 	Candidates []Candidate
 	Tail       TailStats
 	State      *state.Partition
-	Digest     string
+	digest     string
 	Full       bool
 	// Floor: a full replay that started from the oldest valid checkpoint
 	// because gc collected the objects below it.
@@ -78,6 +80,9 @@ type Result struct {
 	// Sources maps every sealed segment's COMMITTED generation still in the
 	// state to its manifest digest (the checkpoint's coverage section).
 	Sources map[int64]string
+	// SameAsChosen: nothing changed the hydrated checkpoint's state (no
+	// batch, no seal, no trim), so it is the state at the head.
+	SameAsChosen bool
 	// HeadObject is the object ending at the head and its SHA-256 (the
 	// anchor a checkpoint made from this result names); empty for an
 	// empty stream.
@@ -179,7 +184,9 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 		res.HeadObject, res.HeadObjectSHA256 = res.Tail.headObject, res.Tail.headSHA
 	}
 	// 6. Apply the durable trim.
+	startBefore := part.LogStart
 	part.ApplyLogStart(h.Trim)
+	res.SameAsChosen = res.Chosen != nil && res.Tail.Batches == 0 && !res.Tail.changed && part.LogStart == startBefore
 	live := map[int64]bool{}
 	for _, sg := range part.Segments {
 		live[sg.Gen] = true
@@ -191,8 +198,18 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 	}
 	// 7. Report.
 	res.State = part
-	res.Digest = state.Digest(part)
+	// The state digest is computed when asked for (replay, compare,
+	// checkpoint create): status, trims and compaction do not need it.
 	return res, nil
+}
+
+// Digest is the state digest of the replayed state (computed once, on
+// first use).
+func (r *Result) Digest() string {
+	if r.digest == "" {
+		r.digest = state.Digest(r.State)
+	}
+	return r.digest
 }
 
 func maxSourceGen(srcs []layout.SourceRef) int64 {
@@ -247,7 +264,7 @@ func choose(ctx context.Context, st store.Store, b *layout.Binding, h *layout.He
 			continue
 		}
 		cands[i].Status = "chosen"
-		cands[i].SHA256 = c.SHA256
+		cands[i].SHA256, cands[i].Root = c.SHA256, c.Root
 		chosen, cp = i, c.Checkpoint
 	}
 	return cands, chosen, cp, nil
@@ -270,7 +287,11 @@ func Check(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Hea
 	if int64(len(data)) != info.Size || (info.ETag != "" && store.ETagOf(data) != info.ETag) {
 		return nil, ReasonObject, fmt.Sprintf("GET returned %d bytes with ETag %s, listed as %d bytes with ETag %s", len(data), store.ETagOf(data), info.Size, info.ETag)
 	}
-	cp, err := nkc1.Decode(data)
+	r, err := nkc1.Open(data)
+	if err != nil {
+		return nil, ReasonCorrupt, err.Error()
+	}
+	cp, err := r.Checkpoint()
 	if err != nil {
 		return nil, ReasonCorrupt, err.Error()
 	}
@@ -287,11 +308,7 @@ func Check(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Hea
 	if reason, detail := checkAnchorObject(ctx, st, a, objs, h); reason != "" {
 		return nil, reason, detail
 	}
-	checked := &Checked{Checkpoint: cp, SHA256: store.SHA256Of(data)}
-	if r, err := nkc1.Open(data); err == nil {
-		checked.Root = r.Root()
-	}
-	return checked, "", ""
+	return &Checked{Checkpoint: cp, SHA256: store.SHA256Of(data), Root: r.Root()}, "", ""
 }
 
 // Checked is a checkpoint that passed every check, with its object digest
@@ -368,6 +385,7 @@ func replayTail(ctx context.Context, st store.Store, sid string, part *state.Par
 		}
 		sources[gen] = digests[gen]
 		delete(seals, part.NextOffset)
+		ts.changed = true
 	}
 	if part.NextOffset >= head {
 		return nil

@@ -171,8 +171,8 @@ func TestCheckpointPlusTailEqualsFull(t *testing.T) {
 		if checkpoints > 0 && cp.Chosen == nil {
 			t.Fatalf("seed %d: %d checkpoints but none chosen: %+v", seed, checkpoints, cp.Candidates)
 		}
-		if cp.Digest != full.Digest {
-			t.Fatalf("seed %d: checkpoint path %s (anchor %v) != full %s\ncp   %+v\nfull %+v", seed, cp.Digest, cp.Chosen, full.Digest, cp.State, full.State)
+		if cp.Digest() != full.Digest() {
+			t.Fatalf("seed %d: checkpoint path %s (anchor %v) != full %s\ncp   %+v\nfull %+v", seed, cp.Digest(), cp.Chosen, full.Digest(), cp.State, full.State)
 		}
 	}
 }

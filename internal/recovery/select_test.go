@@ -42,8 +42,8 @@ func replayBoth(t *testing.T, f *fixture) *Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Digest != full.Digest {
-		t.Fatalf("digest %s != full %s", res.Digest, full.Digest)
+	if res.Digest() != full.Digest() {
+		t.Fatalf("digest %s != full %s", res.Digest(), full.Digest())
 	}
 	return res
 }

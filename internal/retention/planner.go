@@ -12,6 +12,7 @@ package retention
 import (
 	"fmt"
 
+	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/state"
 )
@@ -22,10 +23,6 @@ const (
 	ErrPolicyViolation  = "POLICY_VIOLATION"
 	ErrInvalidTopic     = "INVALID_TOPIC_EXCEPTION"
 )
-
-// internalTopics refuse DeleteRecords (ReplicaManager.deleteRecords, R-rules
-// in docs/kafka-retention-rules.md §9).
-var internalTopics = map[string]bool{"__consumer_offsets": true, "__transaction_state": true, "__share_group_state": true}
 
 // Rules, in the order Kafka's deleteOldSegments runs them.
 const (
@@ -126,7 +123,9 @@ func Compute(in Input) Plan {
 	if in.DeleteRecords != nil {
 		t := *in.DeleteRecords
 		switch {
-		case internalTopics[in.Topic]:
+		case kafka.IsInternalTopic(in.Topic):
+			// ReplicaManager.deleteRecords refuses internal topics
+			// (docs/kafka-retention-rules.md §9).
 			p.Error = ErrInvalidTopic
 			p.ErrorDetail = fmt.Sprintf("records of the internal topic %s cannot be deleted", in.Topic)
 			return p

@@ -1,6 +1,7 @@
 package retention
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/nereusctl/nereusctl/internal/layout"
@@ -140,20 +141,12 @@ func TestParseOffsetJSON(t *testing.T) {
 	}
 	for in, want := range bad {
 		_, err := ParseOffsetJSON([]byte(in))
-		if err == nil || !contains(err.Error(), want) {
+		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want it to mention %q", in, err, want)
 		}
 	}
 }
 
-func contains(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
-}
 
 func FuzzParseOffsetJSON(f *testing.F) {
 	f.Add([]byte(`{"partitions":[{"topic":"t","partition":0,"offset":5}],"version":1}`))

@@ -101,8 +101,8 @@ func checkTrimmed(t *testing.T, st store.Store, tp layout.TopicPartition, before
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Digest != full.Digest || res.State.LogStart != target {
-		t.Fatalf("replay: digest %s vs full %s, log start %d", res.Digest, full.Digest, res.State.LogStart)
+	if res.Digest() != full.Digest() || res.State.LogStart != target {
+		t.Fatalf("replay: digest %s vs full %s, log start %d", res.Digest(), full.Digest(), res.State.LogStart)
 	}
 }
 

@@ -116,9 +116,6 @@ func OpenWriter(ctx context.Context, st store.Store, sid string, cfg layout.Topi
 	return w, nil
 }
 
-// Head returns the writer's view of the head.
-func (w *Writer) Head() layout.Head { return w.head }
-
 // Next is the offset the next batch must start at (or above, for gaps).
 func (w *Writer) Next() int64 { return w.head.Head }
 

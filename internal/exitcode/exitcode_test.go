@@ -1,0 +1,47 @@
+package exitcode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/nereusctl/nereusctl/internal/kafka"
+	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/nkc1"
+	"github.com/nereusctl/nereusctl/internal/ntc2"
+	"github.com/nereusctl/nereusctl/internal/state"
+	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/stream"
+)
+
+func TestOf(t *testing.T) {
+	wrap := func(e error) error { return fmt.Errorf("op on key: %w", e) }
+	cases := []struct {
+		err  error
+		want Code
+	}{
+		{nil, OK},
+		{errors.New("boom"), Error},
+		{wrap(context.Canceled), Interrupted},
+		{wrap(store.ErrPreconditionFailed), Blocked},
+		{wrap(layout.ErrBlocked), Blocked},
+		{wrap(kafka.ErrCorrupt), Verify},
+		{wrap(kafka.ErrCRC), Verify},
+		{wrap(nkc1.ErrCorrupt), Verify},
+		{wrap(ntc2.ErrCorrupt), Verify},
+		{wrap(state.ErrMalformed), Verify},
+		{wrap(stream.ErrMissing), Verify},
+		{wrap(stream.ErrAmbiguous), Verify},
+		{UsageErr(wrap(kafka.ErrCorrupt)), Usage}, // an explicit code wins
+		{wrap(BlockedErr(errors.New("lease"), "wait")), Blocked},
+	}
+	for _, c := range cases {
+		if got := Of(c.err); got != c.want {
+			t.Errorf("Of(%v) = %d, want %d", c.err, got, c.want)
+		}
+	}
+	if HintOf(wrap(BlockedErr(errors.New("x"), "do this"))) != "do this" {
+		t.Error("hint lost through wrapping")
+	}
+}

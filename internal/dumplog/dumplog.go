@@ -311,7 +311,6 @@ type BatchLine struct {
 	horizon int64
 }
 
-
 func fillBatchLine(l *BatchLine, b Batch) {
 	h := &b.Header
 	*l = BatchLine{

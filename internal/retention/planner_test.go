@@ -147,7 +147,6 @@ func TestParseOffsetJSON(t *testing.T) {
 	}
 }
 
-
 func FuzzParseOffsetJSON(f *testing.F) {
 	f.Add([]byte(`{"partitions":[{"topic":"t","partition":0,"offset":5}],"version":1}`))
 	f.Add([]byte(`{"version":2}`))

@@ -3,6 +3,8 @@ package kafka
 import (
 	"fmt"
 	"math"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // Limits caps what decoding one batch may cost. A zero field takes its
@@ -52,7 +54,40 @@ type Batch struct {
 // strictly increasing within [0, LastOffsetDelta]. The result does not
 // alias b.
 func DecodeBatch(b []byte, lim Limits) (*Batch, error) {
-	lim = lim.withDefaults()
+	return decodeBatch(b, lim.withDefaults(), true, nil)
+}
+
+// A BatchDecoder decodes batches one after another into buffers it reuses:
+// the records, their headers and the decompressed records section. It
+// makes the same checks as DecodeBatch, with the same limits, and costs no
+// allocation per batch once warm (header keys aside). Not safe for
+// concurrent use.
+type BatchDecoder struct {
+	lim   Limits
+	batch Batch
+	recs  []Record
+	hdrs  []RecordHeader
+	buf   []byte
+	zstd  *zstd.Decoder
+}
+
+// NewBatchDecoder returns a decoder with the limits lim (zero fields take
+// their DefaultLimits value).
+func NewBatchDecoder(lim Limits) *BatchDecoder {
+	return &BatchDecoder{lim: lim.withDefaults()}
+}
+
+// Decode decodes one whole batch as DecodeBatch does, checking the CRC
+// unless verifiedCRC says the caller already has (a Scanner made with
+// NewScannerVerify). The result aliases b and the decoder's buffers: it is
+// valid until the next Decode, and the caller copies what it keeps.
+func (d *BatchDecoder) Decode(b []byte, verifiedCRC bool) (*Batch, error) {
+	return decodeBatch(b, d.lim, !verifiedCRC, d)
+}
+
+// decodeBatch is DecodeBatch with lim already defaulted; with d it reuses
+// d's buffers and its result aliases b and them.
+func decodeBatch(b []byte, lim Limits, checkCRC bool, d *BatchDecoder) (*Batch, error) {
 	h, err := ParseHeader(b)
 	if err != nil {
 		return nil, fmt.Errorf("decode batch: %w", err)
@@ -60,16 +95,27 @@ func DecodeBatch(b []byte, lim Limits) (*Batch, error) {
 	if h.Size() > lim.MaxBatchBytes {
 		return nil, fmt.Errorf("decode batch at base offset %d: %d bytes, limit %d: %w", h.BaseOffset, h.Size(), lim.MaxBatchBytes, ErrTooLarge)
 	}
-	if err := VerifyCRC(b); err != nil {
-		return nil, fmt.Errorf("decode batch: %w", err)
+	if checkCRC {
+		if err := VerifyCRC(b); err != nil {
+			return nil, fmt.Errorf("decode batch: %w", err)
+		}
+	} else if len(b) != h.Size() {
+		return nil, fmt.Errorf("decode batch at base offset %d: %d bytes, its header says %d: %w", h.BaseOffset, len(b), h.Size(), ErrCorrupt)
 	}
 	c := h.Codec()
 	if !c.Valid() {
 		return nil, fmt.Errorf("decode batch at base offset %d: unknown codec id %d: %w", h.BaseOffset, int8(c), ErrCorrupt)
 	}
+	var out *Batch
+	if d != nil {
+		d.batch = Batch{Header: h}
+		out = &d.batch
+	} else {
+		out = &Batch{Header: h}
+	}
 	if h.RecordsCount == 0 {
 		// Kafka reads no records when the count is 0, whatever follows.
-		return &Batch{Header: h}, nil
+		return out, nil
 	}
 	if int(h.RecordsCount) > lim.MaxRecords {
 		return nil, fmt.Errorf("decode batch at base offset %d: %d records, limit %d: %w", h.BaseOffset, h.RecordsCount, lim.MaxRecords, ErrTooLarge)
@@ -86,21 +132,38 @@ func DecodeBatch(b []byte, lim Limits) (*Batch, error) {
 		if len(payload) > lim.MaxDecodedBytes {
 			return nil, fmt.Errorf("decode batch at base offset %d: %d-byte records section, limit %d: %w", h.BaseOffset, len(payload), lim.MaxDecodedBytes, ErrTooLarge)
 		}
-		data = append([]byte(nil), payload...)
+		if d != nil {
+			data = payload
+		} else {
+			data = append([]byte(nil), payload...)
+		}
 	} else {
 		if int64(h.RecordsCount)*minRecordSize > int64(lim.MaxDecodedBytes) {
 			return nil, fmt.Errorf("decode batch at base offset %d: %d records cannot fit in the %d-byte decode limit: %w", h.BaseOffset, h.RecordsCount, lim.MaxDecodedBytes, ErrTooLarge)
 		}
-		data, err = Decompress(c, payload, lim.MaxDecodedBytes)
+		if d != nil && c == CodecZstd {
+			data, err = d.unzstd(payload, lim.MaxDecodedBytes)
+		} else {
+			data, err = Decompress(c, payload, lim.MaxDecodedBytes)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("decode batch at base offset %d: %w", h.BaseOffset, err)
 		}
 	}
-	recs, err := DecodeRecords(h, data, lim)
+	if d == nil {
+		recs, err := DecodeRecords(h, data, lim)
+		if err != nil {
+			return nil, fmt.Errorf("decode batch: %w", err)
+		}
+		out.Records = recs
+		return out, nil
+	}
+	d.recs, d.hdrs, err = decodeRecordsInto(h, data, lim, d.recs, d.hdrs)
 	if err != nil {
 		return nil, fmt.Errorf("decode batch: %w", err)
 	}
-	return &Batch{Header: h, Records: recs}, nil
+	out.Records = d.recs
+	return out, nil
 }
 
 // BatchSpec describes a batch to encode. Mind the "none" values: Kafka

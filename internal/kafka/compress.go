@@ -383,3 +383,41 @@ func xerialEncode(src []byte) []byte {
 	}
 	return out
 }
+
+// unzstd decompresses a zstd records section into the decoder's reused
+// buffer with one DecodeAll (a batch's frames are small: the per-frame
+// setup of the streaming reader costs more than the decoding). The decoder
+// stops at limit bytes of output and refuses a frame declaring more before
+// allocating; a frame whose declared window is above limit (Kafka's
+// producers declare 2–8 MiB whatever the content) goes to Decompress,
+// whose streaming reader bounds it as before.
+func (d *BatchDecoder) unzstd(src []byte, limit int) ([]byte, error) {
+	if d.zstd == nil {
+		zd, err := zstd.NewReader(nil,
+			zstd.WithDecoderConcurrency(1),
+			zstd.WithDecoderLowmem(true),
+			zstd.WithDecoderMaxWindow(uint64(min(limit, zstdMaxWindow))),
+			zstd.WithDecoderMaxMemory(uint64(limit)))
+		if err != nil {
+			return nil, fmt.Errorf("decompress zstd: %v: %w", err, ErrCorrupt)
+		}
+		d.zstd = zd
+	}
+	if fcs, ok := zstdContentSize(src); ok && fcs > uint64(limit) {
+		return nil, fmt.Errorf("decompress zstd: output passes the %d-byte cap: %w", limit, ErrTooLarge)
+	}
+	if cap(d.buf) > 16<<20 {
+		d.buf = nil // do not keep one huge batch's buffer
+	}
+	out, err := d.zstd.DecodeAll(src, d.buf[:0])
+	switch {
+	case errors.Is(err, zstd.ErrWindowSizeExceeded):
+		return Decompress(CodecZstd, src, limit)
+	case len(out) > limit || errors.Is(err, zstd.ErrDecoderSizeExceeded):
+		return nil, fmt.Errorf("decompress zstd: output passes the %d-byte cap: %w", limit, ErrTooLarge)
+	case err != nil:
+		return nil, fmt.Errorf("decompress zstd: %v: %w", err, ErrCorrupt)
+	}
+	d.buf = out
+	return out, nil
+}

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"bytes"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -48,8 +49,24 @@ func FuzzDecodeBatch(f *testing.F) {
 	})
 }
 
+// fuzzDecoder is reused across inputs, as a compaction reuses it across
+// batches: a previous batch must never leak into the next.
+var fuzzDecoder = NewBatchDecoder(fuzzLimits)
+
 func checkDecodeBatch(t *testing.T, data []byte) {
 	b, err := DecodeBatch(data, fuzzLimits)
+	// The reusing decoder accepts exactly what DecodeBatch accepts, with
+	// the same records, and refuses with the same class of error.
+	rb, rerr := fuzzDecoder.Decode(data, false)
+	if (err == nil) != (rerr == nil) {
+		t.Fatalf("DecodeBatch: %v; BatchDecoder: %v", err, rerr)
+	}
+	if err != nil && errors.Is(err, ErrTooLarge) != errors.Is(rerr, ErrTooLarge) {
+		t.Fatalf("DecodeBatch: %v; BatchDecoder: %v", err, rerr)
+	}
+	if err == nil && (rb.Header != b.Header || !sameContent(rb.Records, b.Records)) {
+		t.Fatal("BatchDecoder and DecodeBatch decoded different records")
+	}
 	if err != nil {
 		if b != nil {
 			t.Fatal("batch returned with an error")

@@ -244,6 +244,20 @@ func allocDuring(f func()) uint64 {
 // past MaxDecodedBytes fails with ErrTooLarge, and decoding it allocates
 // little more than the cap.
 func TestDecompressionBombs(t *testing.T) {
+	// Both decoders: DecodeBatch and the reusing BatchDecoder (its own zstd
+	// path) must refuse alike, within the same allocation bounds.
+	for name, decode := range map[string]func(b []byte, lim Limits) error{
+		"DecodeBatch": func(b []byte, lim Limits) error { _, err := DecodeBatch(b, lim); return err },
+		"BatchDecoder": func(b []byte, lim Limits) error {
+			_, err := NewBatchDecoder(lim).Decode(b, false)
+			return err
+		},
+	} {
+		t.Run(name, func(t *testing.T) { testDecompressionBombs(t, decode) })
+	}
+}
+
+func testDecompressionBombs(t *testing.T, decode func(b []byte, lim Limits) error) {
 	const inflatedMiB = 8
 	const capBytes = 1 << 20
 	for c := CodecGzip; c <= CodecZstd; c++ {
@@ -261,7 +275,7 @@ func TestDecompressionBombs(t *testing.T) {
 		}
 		b := payloadBatch(c, 1000, z)
 		var err error
-		alloc := allocDuring(func() { _, err = DecodeBatch(b, Limits{MaxDecodedBytes: capBytes}) })
+		alloc := allocDuring(func() { err = decode(b, Limits{MaxDecodedBytes: capBytes}) })
 		wantErr(t, c.String()+" bomb", err, ErrTooLarge)
 		if alloc > 8*capBytes {
 			t.Errorf("%s bomb: decoding allocated %d bytes for a %d-byte cap", c, alloc, capBytes)
@@ -272,7 +286,7 @@ func TestDecompressionBombs(t *testing.T) {
 	// from its header.
 	b := payloadBatch(CodecSnappy, 1000, bombStream(t, CodecSnappy, 65))
 	var err error
-	alloc := allocDuring(func() { _, err = DecodeBatch(b, Limits{}) })
+	alloc := allocDuring(func() { err = decode(b, Limits{}) })
 	wantErr(t, "snappy bomb over the default cap", err, ErrTooLarge)
 	if alloc > 3*uint64(DefaultLimits().MaxDecodedBytes) {
 		t.Errorf("snappy bomb: decoding allocated %d bytes under the default cap", alloc)
@@ -280,7 +294,7 @@ func TestDecompressionBombs(t *testing.T) {
 	// Frame header: magic, single segment with an 8-byte content size.
 	zf := binary.LittleEndian.AppendUint64([]byte{0x28, 0xb5, 0x2f, 0xfd, 0xe0}, 65<<20)
 	zf = append(zf, 0x01, 0x00, 0x00) // an empty last raw block
-	alloc = allocDuring(func() { _, err = DecodeBatch(payloadBatch(CodecZstd, 1000, zf), DefaultLimits()) })
+	alloc = allocDuring(func() { err = decode(payloadBatch(CodecZstd, 1000, zf), DefaultLimits()) })
 	wantErr(t, "zstd bomb over the default cap", err, ErrTooLarge)
 	if alloc > 1<<20 {
 		t.Errorf("zstd frame declaring 65 MiB: decoding allocated %d bytes", alloc)
@@ -290,9 +304,9 @@ func TestDecompressionBombs(t *testing.T) {
 	s := NewBatchSpec(0, []Record{{Offset: 0, Timestamp: 1, Value: make([]byte, 4<<20)}})
 	s.Codec = CodecZstd
 	b = mustEncode(t, s)
-	_, err = DecodeBatch(b, Limits{MaxDecodedBytes: capBytes})
+	err = decode(b, Limits{MaxDecodedBytes: capBytes})
 	wantErr(t, "4 MiB record under a 1 MiB cap", err, ErrTooLarge)
-	if _, err := DecodeBatch(b, Limits{MaxDecodedBytes: 5 << 20}); err != nil {
+	if err := decode(b, Limits{MaxDecodedBytes: 5 << 20}); err != nil {
 		t.Errorf("4 MiB record under a 5 MiB cap: %v", err)
 	}
 }
@@ -467,6 +481,32 @@ func TestScannerAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("scanning 100 batches allocated %.0f times", allocs)
+	}
+}
+
+// A warm BatchDecoder decodes without allocating per batch, compressed
+// (zstd) or not, when records carry no headers.
+func TestBatchDecoderAllocs(t *testing.T) {
+	var batches [][]byte
+	for i := int64(0); i < 50; i++ {
+		s := NewBatchSpec(i*3, []Record{{Offset: i * 3, Timestamp: 1, Key: []byte("k"), Value: []byte("value value value value")}, {Offset: i*3 + 1, Timestamp: 2, Value: []byte("v")}, {Offset: i*3 + 2, Timestamp: 3, Key: []byte("k2")}})
+		if i%2 == 0 {
+			s.Codec = CodecZstd
+		}
+		batches = append(batches, mustEncode(t, s))
+	}
+	d := NewBatchDecoder(Limits{})
+	decodeAll := func() {
+		for i, b := range batches {
+			got, err := d.Decode(b, false)
+			if err != nil || len(got.Records) != 3 || got.Records[0].Offset != int64(i*3) || string(got.Records[0].Value) != "value value value value" {
+				t.Fatalf("batch %d: %v", i, err)
+			}
+		}
+	}
+	decodeAll()
+	if allocs := testing.AllocsPerRun(10, decodeAll); allocs != 0 {
+		t.Errorf("decoding 50 batches allocated %.0f times", allocs)
 	}
 }
 

@@ -43,32 +43,42 @@ const minRecordSize = 7
 // [0, h.LastOffsetDelta]. Key, Value and header values of the result alias
 // data. Zero fields of lim take their DefaultLimits value.
 func DecodeRecords(h BatchHeader, data []byte, lim Limits) ([]Record, error) {
-	lim = lim.withDefaults()
+	recs, _, err := decodeRecordsInto(h, data, lim.withDefaults(), nil, nil)
+	return recs, err
+}
+
+// decodeRecordsInto is DecodeRecords reusing recs and hdrs (arenas for the
+// records and their headers; nil allocates). It returns both arenas, grown.
+func decodeRecordsInto(h BatchHeader, data []byte, lim Limits, recs []Record, hdrs []RecordHeader) ([]Record, []RecordHeader, error) {
 	count := int(h.RecordsCount)
 	if count < 0 {
-		return nil, fmt.Errorf("decode records of batch at base offset %d: negative records count %d: %w", h.BaseOffset, count, ErrCorrupt)
+		return recs, hdrs, fmt.Errorf("decode records of batch at base offset %d: negative records count %d: %w", h.BaseOffset, count, ErrCorrupt)
 	}
 	if count > lim.MaxRecords {
-		return nil, fmt.Errorf("decode records of batch at base offset %d: %d records, limit %d: %w", h.BaseOffset, count, lim.MaxRecords, ErrTooLarge)
+		return recs, hdrs, fmt.Errorf("decode records of batch at base offset %d: %d records, limit %d: %w", h.BaseOffset, count, lim.MaxRecords, ErrTooLarge)
 	}
 	if count > len(data)/minRecordSize {
-		return nil, fmt.Errorf("decode records of batch at base offset %d: %d records cannot fit in %d bytes: %w", h.BaseOffset, count, len(data), ErrCorrupt)
+		return recs, hdrs, fmt.Errorf("decode records of batch at base offset %d: %d records cannot fit in %d bytes: %w", h.BaseOffset, count, len(data), ErrCorrupt)
 	}
 	if int64(count) > int64(h.LastOffsetDelta)+1 {
-		return nil, fmt.Errorf("decode records of batch at base offset %d: %d records for last offset delta %d: %w", h.BaseOffset, count, h.LastOffsetDelta, ErrCorrupt)
+		return recs, hdrs, fmt.Errorf("decode records of batch at base offset %d: %d records for last offset delta %d: %w", h.BaseOffset, count, h.LastOffsetDelta, ErrCorrupt)
 	}
-	recs := make([]Record, count)
+	if cap(recs) < count {
+		recs = make([]Record, count)
+	}
+	recs = recs[:count]
+	hdrs = hdrs[:0]
 	logAppend := h.TimestampType() == LogAppendTime
 	pos := 0
 	prevDelta := int32(-1)
 	for i := 0; i < count; i++ {
 		r := &recs[i]
-		n, err := decodeRecord(data[pos:], r)
+		n, err := decodeRecord(data[pos:], r, &hdrs)
 		if err != nil {
-			return nil, fmt.Errorf("decode records of batch at base offset %d: record %d at byte %d: %w", h.BaseOffset, i, pos, err)
+			return recs, hdrs, fmt.Errorf("decode records of batch at base offset %d: record %d at byte %d: %w", h.BaseOffset, i, pos, err)
 		}
 		if r.OffsetDelta <= prevDelta || r.OffsetDelta > h.LastOffsetDelta {
-			return nil, fmt.Errorf("decode records of batch at base offset %d: record %d: offset delta %d not in (%d, %d]: %w",
+			return recs, hdrs, fmt.Errorf("decode records of batch at base offset %d: record %d: offset delta %d not in (%d, %d]: %w",
 				h.BaseOffset, i, r.OffsetDelta, prevDelta, h.LastOffsetDelta, ErrCorrupt)
 		}
 		prevDelta = r.OffsetDelta
@@ -81,14 +91,15 @@ func DecodeRecords(h BatchHeader, data []byte, lim Limits) ([]Record, error) {
 		pos += n
 	}
 	if pos != len(data) {
-		return nil, fmt.Errorf("decode records of batch at base offset %d: %d bytes left after %d records: %w", h.BaseOffset, len(data)-pos, count, ErrCorrupt)
+		return recs, hdrs, fmt.Errorf("decode records of batch at base offset %d: %d bytes left after %d records: %w", h.BaseOffset, len(data)-pos, count, ErrCorrupt)
 	}
-	return recs, nil
+	return recs, hdrs, nil
 }
 
 // decodeRecord parses one length-prefixed record at the start of b into r
-// and returns the bytes it used.
-func decodeRecord(b []byte, r *Record) (int, error) {
+// and returns the bytes it used. Its headers are appended to *hdrs and
+// r.Headers is their slice of it.
+func decodeRecord(b []byte, r *Record, hdrs *[]RecordHeader) (int, error) {
 	length, n := readVarint(b)
 	if n <= 0 {
 		return 0, varintErr("length", n)
@@ -138,11 +149,11 @@ func decodeRecord(b []byte, r *Record) (int, error) {
 	}
 	r.Headers = nil
 	if nh > 0 {
-		r.Headers = make([]RecordHeader, nh)
-		for j := range r.Headers {
+		start := len(*hdrs)
+		for j := 0; j < int(nh); j++ {
 			kl, m := readVarint(body[p:])
 			if m <= 0 {
-				return 0, varintErr(fmt.Sprintf("header %d key length", j), m)
+				return 0, fmt.Errorf("header %d: %w", j, varintErr("key length", m))
 			}
 			p += m
 			if kl < 0 {
@@ -151,12 +162,16 @@ func decodeRecord(b []byte, r *Record) (int, error) {
 			if int(kl) > len(body)-p {
 				return 0, fmt.Errorf("header %d: key length %d exceeds the %d bytes left: %w", j, kl, len(body)-p, ErrCorrupt)
 			}
-			r.Headers[j].Key = string(body[p : p+int(kl)])
+			key := string(body[p : p+int(kl)])
 			p += int(kl)
-			if r.Headers[j].Value, p, err = readNullableBytes(body, p, fmt.Sprintf("header %d value", j)); err != nil {
-				return 0, err
+			var val []byte
+			if val, p, err = readNullableBytes(body, p, "value"); err != nil {
+				return 0, fmt.Errorf("header %d: %w", j, err)
 			}
+			*hdrs = append(*hdrs, RecordHeader{Key: key, Value: val})
 		}
+		end := len(*hdrs)
+		r.Headers = (*hdrs)[start:end:end]
 	}
 	if p != len(body) {
 		return 0, fmt.Errorf("record body is %d bytes, length says %d: %w", p, len(body), ErrCorrupt)

@@ -85,6 +85,10 @@ type File struct {
 	// every path component (os.Root resolves each one safely).
 	dirMu sync.Mutex
 	dirs  map[string]*os.Root
+	// dirFiles caches an open handle per folder of objects for the read
+	// fast path (file_linux.go: openat(2) of the last segment with
+	// O_NOFOLLOW, fstat, pread, close — no poller registration).
+	dirFiles map[string]*os.File
 }
 
 var (
@@ -145,7 +149,10 @@ func (f *File) Close() error {
 	for _, r := range f.dirs {
 		r.Close()
 	}
-	f.dirs = nil
+	for _, d := range f.dirFiles {
+		d.Close()
+	}
+	f.dirs, f.dirFiles = nil, nil
 	f.dirMu.Unlock()
 	return f.root.Close()
 }
@@ -193,7 +200,50 @@ func (f *File) Head(ctx context.Context, key string) (ObjectInfo, error) {
 	return f.stat("head", key)
 }
 
-// stat opens key and returns its info with digests.
+// dirFile returns the cached handle of folder dir, opened through the
+// store root (so it cannot be outside it), or nil.
+func (f *File) dirFile(dir string) *os.File {
+	f.dirMu.Lock()
+	d := f.dirFiles[dir]
+	f.dirMu.Unlock()
+	if d != nil {
+		return d
+	}
+	d, err := f.root.Open(dir)
+	if err != nil {
+		return nil
+	}
+	if fi, err := d.Stat(); err != nil || !fi.IsDir() {
+		d.Close()
+		return nil
+	}
+	f.dirMu.Lock()
+	defer f.dirMu.Unlock()
+	if f.dirFiles == nil || len(f.dirFiles) > 4096 {
+		for _, old := range f.dirFiles {
+			old.Close()
+		}
+		f.dirFiles = map[string]*os.File{}
+	}
+	if cur := f.dirFiles[dir]; cur != nil {
+		d.Close()
+		return cur
+	}
+	f.dirFiles[dir] = d
+	return d
+}
+
+// forgetDir drops the cached handle d of folder dir (removed and made
+// again meanwhile).
+func (f *File) forgetDir(dir string, d *os.File) {
+	f.dirMu.Lock()
+	defer f.dirMu.Unlock()
+	if f.dirFiles[dir] == d {
+		delete(f.dirFiles, dir)
+		d.Close()
+	}
+}
+
 // openRead opens key for reading through the cached root of its folder.
 // A stale cached folder (removed meanwhile) is dropped and the open retried
 // through the store root.
@@ -240,6 +290,7 @@ func (f *File) openRead(key string) (*os.File, error) {
 	return fh, err
 }
 
+// stat opens key and returns its info with digests.
 func (f *File) stat(op, key string) (ObjectInfo, error) {
 	fh, err := f.openRead(key)
 	if err != nil {
@@ -269,6 +320,9 @@ func (f *File) Get(ctx context.Context, key string, r *Range) ([]byte, error) {
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if data, ok := f.fastGet(key, r); ok {
+		return data, nil
 	}
 	fh, err := f.openRead(key)
 	if err != nil {

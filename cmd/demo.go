@@ -21,6 +21,7 @@ func (o *demoOptions) addFlags(c *cobra.Command) {
 	c.Flags().IntVar(&o.Records, "records", d.Records, "records across the whole cluster (millions for benchmarks)")
 	c.Flags().Int64Var(&o.Seed, "seed", d.Seed, "seed: the same seed writes the same bytes")
 	c.Flags().IntVar(&o.Checkpoints, "checkpoints", d.Checkpoints, "NKC1 checkpoints per partition, spread over its life")
+	c.Flags().IntVar(&o.BatchRecords, "batch-records", 0, "records per user-topic batch as a busy producer fills them: N/2+1 to N (0: the demo's small batches of up to 10 or 20)")
 	c.Flags().BoolVar(&o.noTour, "no-tour", false, "write the cluster and print the summary only")
 	c.Flags().StringSliceVar(&o.Topics, "topics", nil, "write only these demo topics (orders, payments, customers, __consumer_offsets, __transaction_state); the records are shared among them")
 }
@@ -31,6 +32,9 @@ func (o *demoOptions) validate() error {
 	}
 	if o.Records < 0 {
 		return exitcode.UsageErr(fmt.Errorf("--records %d: want >= 0", o.Records))
+	}
+	if o.BatchRecords < 0 || o.BatchRecords > 10000 {
+		return exitcode.UsageErr(fmt.Errorf("--batch-records %d: want 0..10000", o.BatchRecords))
 	}
 	if o.Checkpoints < 0 || o.Checkpoints > 100 {
 		return exitcode.UsageErr(fmt.Errorf("--checkpoints %d: want 0..100", o.Checkpoints))

@@ -10,11 +10,13 @@
 package compaction
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"sort"
 
+	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/ntc2"
 	"github.com/nereusctl/nereusctl/internal/recovery"
@@ -78,6 +80,10 @@ type Plan struct {
 	new      []source
 	aborts   abortIndex
 	binding  *layout.Binding
+	dec      *kafka.BatchDecoder
+	rows     []ntc2.Row             // reused for each batch's rows
+	objBuf   []byte                 // reused for each source object read
+	verified map[string]fingerprint // objects read and verified, by key
 }
 
 // Result is the outcome of a compaction.
@@ -456,8 +462,8 @@ func (e *emitter) flush(end int64) error {
 	if err != nil {
 		return fmt.Errorf("verify %s: %w", ref.Key, err)
 	}
-	if got := store.SHA256Of(back); got != sum {
-		return fmt.Errorf("verify %s: read back sha256 %s, wrote %s", ref.Key, got, sum)
+	if !bytes.Equal(back, data) {
+		return fmt.Errorf("verify %s: the bytes read back differ from the %d bytes written (sha256 %s)", ref.Key, len(data), sum)
 	}
 	r, err := ntc2.Open(back)
 	if err != nil {

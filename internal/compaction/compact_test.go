@@ -3,10 +3,13 @@ package compaction
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/nereusctl/nereusctl/internal/kafka"
@@ -401,5 +404,100 @@ func TestQuarantinedCoverageRefusesReads(t *testing.T) {
 	}
 	if _, err := Compact(ctx, wl.st, b, Options{NowMs: 4_000_000}); !errors.Is(err, ErrBlocked) {
 		t.Fatalf("compact under quarantine: %v", err)
+	}
+}
+
+// changingStore serves a changed copy of one object from its nth Get on.
+type changingStore struct {
+	store.Store
+	key  string
+	from int
+	gets int
+}
+
+func (c *changingStore) Get(ctx context.Context, key string, r *store.Range) ([]byte, error) {
+	data, err := c.Store.Get(ctx, key, r)
+	if err != nil || key != c.key {
+		return data, err
+	}
+	c.gets++
+	if c.gets < c.from {
+		return data, nil
+	}
+	// A valid object with different content: the last byte of the first
+	// batch changed and its CRC made right again, so only a content
+	// check against what was verified can see it.
+	out := append([]byte(nil), data...)
+	h, err := kafka.ParseHeader(out)
+	if err != nil {
+		return nil, err
+	}
+	out[h.Size()-1] ^= 0x01
+	binary.BigEndian.PutUint32(out[17:], crc32.Checksum(out[21:h.Size()], crc32.MakeTable(crc32.Castagnoli)))
+	return out, nil
+}
+
+// TestSourceChangedAborts: a source object that differs from its manifest
+// on the first read, or from that verified read on the re-read (step 3),
+// aborts the compaction with ErrSourceChanged naming the object; nothing
+// is published or activated, and a rerun on the unchanged store succeeds.
+func TestSourceChangedAborts(t *testing.T) {
+	ctx := context.Background()
+	wl := newWorkload(t, 9)
+	wl.keys = 50
+	wl.append(t, 30, true)
+	gens, err := layout.ListGenerations(ctx, wl.st, wl.b.StreamID)
+	if err != nil || len(gens) < 2 {
+		t.Fatalf("generations %v: %v", gens, err)
+	}
+	g, _, err := layout.LoadGeneration(ctx, wl.st, wl.b.StreamID, gens[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var key string
+	for _, o := range g.Objects {
+		data, _ := wl.st.Get(ctx, o.Key, nil)
+		if h, err := kafka.ParseHeader(data); err == nil && h.Codec() == kafka.CodecNone && h.RecordsCount > 0 {
+			key = o.Key
+			break
+		}
+	}
+	if key == "" {
+		t.Fatal("no object starting with an uncompressed batch")
+	}
+	// How many times one compaction reads that object (replay, scan,
+	// re-read): counted on a dry run.
+	count := &changingStore{Store: wl.st, key: key, from: 1 << 30}
+	if _, err := Compact(ctx, count, loadB(t, wl.st), Options{NowMs: 5_000_000, DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	if count.gets < 2 {
+		t.Fatalf("the object is read %d times", count.gets)
+	}
+	for _, c := range []struct {
+		from int
+		want string
+	}{
+		{count.gets - 1, "has sha256"},                        // the scan's first read
+		{count.gets, "changed since this compaction read it"}, // step 3's re-read
+	} {
+		cs := &changingStore{Store: wl.st, key: key, from: c.from}
+		_, err := Compact(ctx, cs, loadB(t, wl.st), Options{NowMs: 5_000_000})
+		if !errors.Is(err, ErrSourceChanged) || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("changed from read %d: %v", c.from, err)
+		}
+		if b := loadB(t, wl.st); b.Coverage.State != layout.CoverageNone {
+			t.Fatalf("changed from read %d: coverage %+v", c.from, b.Coverage)
+		}
+		gs, _ := layout.ListGenerations(ctx, wl.st, wl.b.StreamID)
+		for _, n := range gs {
+			if g, _, _ := layout.LoadGeneration(ctx, wl.st, wl.b.StreamID, n); g.Kind == layout.KindTopicCompacted {
+				t.Fatalf("changed from read %d: compacted generation %d published", c.from, n)
+			}
+		}
+	}
+	r, err := Compact(ctx, wl.st, loadB(t, wl.st), Options{NowMs: 5_000_000})
+	if err != nil || !r.Activated {
+		t.Fatalf("rerun: %+v, %v", r, err)
 	}
 }

@@ -1,8 +1,8 @@
 package compaction
 
 import (
-	"encoding/binary"
 	"hash/maphash"
+	"math/bits"
 )
 
 // EntryBytes is the size of one offset-map slot: a 16-byte hash of the key
@@ -15,13 +15,16 @@ const EntryBytes = 24
 // is full (Kafka's cleaner uses 0.9 too).
 const maxLoad = 0.9
 
-// offsetMap maps the key hash to the latest offset seen, in one flat buffer with
-// open addressing. It grows by half until maxSlots, then reports full.
+// offsetMap maps the key hash to the latest offset seen, in one flat array
+// of three words per slot (the two hash words, then offset+1 so that 0
+// means empty), with linear probing. It grows by half until maxSlots, then
+// reports full.
 type offsetMap struct {
-	buf      []byte // slots * 24; offset+1 stored so that 0 means empty
-	slots    int
+	slots    []uint64 // 3 words a slot
+	n        uint64   // slots
 	used     int
 	maxSlots int
+	sink     uint64 // keeps prefetch's loads
 }
 
 func newOffsetMap(maxBytes int64) *offsetMap {
@@ -30,36 +33,47 @@ func newOffsetMap(maxBytes int64) *offsetMap {
 		maxSlots = 16
 	}
 	start := min(maxSlots, 1<<16)
-	return &offsetMap{buf: make([]byte, start*EntryBytes), slots: start, maxSlots: maxSlots}
+	return &offsetMap{slots: make([]uint64, 3*start), n: uint64(start), maxSlots: maxSlots}
 }
 
 // hashSeeds are per process: the map never leaves memory, and what the
 // compaction writes does not depend on hash values.
 var hashSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 
-func keyHash(key []byte) [16]byte {
-	var h [16]byte
-	binary.BigEndian.PutUint64(h[:8], maphash.Bytes(hashSeeds[0], key))
-	binary.BigEndian.PutUint64(h[8:], maphash.Bytes(hashSeeds[1], key))
-	return h
+// keyHash is the key's 128-bit hash: two independently seeded 64-bit
+// hashes.
+func keyHash(key []byte) [2]uint64 {
+	return [2]uint64{maphash.Bytes(hashSeeds[0], key), maphash.Bytes(hashSeeds[1], key)}
 }
 
-func (m *offsetMap) index(h *[16]byte) int {
-	return int(binary.BigEndian.Uint64(h[:8]) % uint64(m.slots))
+// home is the slot where h's probe starts: h[0] scaled to [0, n).
+func (m *offsetMap) home(h [2]uint64) uint64 {
+	i, _ := bits.Mul64(h[0], m.n)
+	return i
+}
+
+// prefetch touches the home slots of hs before they are looked up in
+// turn: the loads are independent, so the processor overlaps their cache
+// misses instead of taking them one lookup at a time.
+func (m *offsetMap) prefetch(hs [][2]uint64) {
+	var sink uint64
+	for _, h := range hs {
+		sink += m.slots[3*m.home(h)+2]
+	}
+	m.sink = sink
 }
 
 // find returns the slot of h, or the empty slot where it would go.
-func (m *offsetMap) find(h *[16]byte) (int, bool) {
-	i := m.index(h)
-	for {
-		s := m.buf[i*EntryBytes : (i+1)*EntryBytes]
-		if binary.BigEndian.Uint64(s[16:]) == 0 {
+func (m *offsetMap) find(h [2]uint64) (uint64, bool) {
+	for i := m.home(h); ; {
+		s := m.slots[3*i : 3*i+3 : 3*i+3]
+		if s[2] == 0 {
 			return i, false
 		}
-		if string(s[:16]) == string(h[:]) {
+		if s[0] == h[0] && s[1] == h[1] {
 			return i, true
 		}
-		if i++; i == m.slots {
+		if i++; i == m.n {
 			i = 0
 		}
 	}
@@ -67,50 +81,47 @@ func (m *offsetMap) find(h *[16]byte) (int, bool) {
 
 // put records off as the latest offset of h. It returns false, changing
 // nothing, when h is new and the map is full at its memory cap.
-func (m *offsetMap) put(h [16]byte, off int64) bool {
-	i, ok := m.find(&h)
+func (m *offsetMap) put(h [2]uint64, off int64) bool {
+	i, ok := m.find(h)
 	if !ok {
-		if float64(m.used+1) > maxLoad*float64(m.slots) {
+		if float64(m.used+1) > maxLoad*float64(m.n) {
 			if !m.grow() {
 				return false
 			}
-			i, _ = m.find(&h)
+			i, _ = m.find(h)
 		}
 		m.used++
-		copy(m.buf[i*EntryBytes:], h[:])
+		m.slots[3*i], m.slots[3*i+1] = h[0], h[1]
 	}
-	binary.BigEndian.PutUint64(m.buf[i*EntryBytes+16:], uint64(off)+1)
+	m.slots[3*i+2] = uint64(off) + 1
 	return true
 }
 
 // get returns the latest offset of h.
-func (m *offsetMap) get(h [16]byte) (int64, bool) {
-	i, ok := m.find(&h)
+func (m *offsetMap) get(h [2]uint64) (int64, bool) {
+	i, ok := m.find(h)
 	if !ok {
 		return 0, false
 	}
-	return int64(binary.BigEndian.Uint64(m.buf[i*EntryBytes+16:])) - 1, true
+	return int64(m.slots[3*i+2]) - 1, true
 }
 
 func (m *offsetMap) grow() bool {
-	if m.slots >= m.maxSlots {
+	if int(m.n) >= m.maxSlots {
 		return false
 	}
-	n := min(m.maxSlots, m.slots+m.slots/2+1)
-	old, oldSlots := m.buf, m.slots
-	m.buf, m.slots, m.used = make([]byte, n*EntryBytes), n, 0
-	for i := 0; i < oldSlots; i++ {
-		s := old[i*EntryBytes : (i+1)*EntryBytes]
-		if v := binary.BigEndian.Uint64(s[16:]); v != 0 {
-			var h [16]byte
-			copy(h[:], s[:16])
-			j, _ := m.find(&h)
-			copy(m.buf[j*EntryBytes:], s)
+	n := min(m.maxSlots, int(m.n)+int(m.n)/2+1)
+	old := m.slots
+	m.slots, m.n, m.used = make([]uint64, 3*n), uint64(n), 0
+	for i := 0; i+2 < len(old); i += 3 {
+		if old[i+2] != 0 {
+			j, _ := m.find([2]uint64{old[i], old[i+1]})
+			copy(m.slots[3*j:3*j+3], old[i:i+3])
 			m.used++
 		}
 	}
-	return float64(m.used+1) <= maxLoad*float64(m.slots)
+	return float64(m.used+1) <= maxLoad*float64(m.n)
 }
 
 // bytes is the map's memory.
-func (m *offsetMap) bytes() int64 { return int64(len(m.buf)) }
+func (m *offsetMap) bytes() int64 { return int64(len(m.slots)) * 8 }

@@ -29,14 +29,25 @@ func (p *Plan) run(ctx context.Context, st store.Store, o Options, em *emitter, 
 			spill.remove()
 		}
 	}()
+	var hs [][2]uint64 // the key hashes of a run of rows
+	hashes := func(rows []ntc2.Row, m *offsetMap) [][2]uint64 {
+		hs = hs[:0]
+		for i := range rows {
+			hs = append(hs, keyHash(rows[i].Key))
+		}
+		m.prefetch(hs)
+		return hs
+	}
 	for {
 		stats.Passes++
 		m := newOffsetMap(o.MaxMemory)
 		x := p.End
-		err := p.iterate(ctx, st, lo, p.End, nil, func(r *ntc2.Row) error {
-			if !m.put(keyHash(r.Key), r.Offset) {
-				x = r.Offset
-				return errStop
+		err := p.iterate(ctx, st, lo, p.End, nil, func(rows []ntc2.Row) error {
+			for i, h := range hashes(rows, m) {
+				if !m.put(h, rows[i].Offset) {
+					x = rows[i].Offset
+					return errStop
+				}
 			}
 			return nil
 		})
@@ -56,8 +67,8 @@ func (p *Plan) run(ctx context.Context, st store.Store, o Options, em *emitter, 
 			}
 			emit = next.write
 		}
-		keep := func(r *ntc2.Row) error {
-			if latest, ok := m.get(keyHash(r.Key)); ok && r.Offset < latest {
+		keepRow := func(r *ntc2.Row, h [2]uint64) error {
+			if latest, ok := m.get(h); ok && r.Offset < latest {
 				if final {
 					stats.Superseded++
 				}
@@ -84,8 +95,16 @@ func (p *Plan) run(ctx context.Context, st store.Store, o Options, em *emitter, 
 			}
 			return emit(r)
 		}
+		keep := func(rows []ntc2.Row) error {
+			for i, h := range hashes(rows, m) {
+				if err := keepRow(&rows[i], h); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 		if spill != nil {
-			if err := spill.each(keep); err != nil {
+			if err := spill.each(func(r *ntc2.Row) error { return keepRow(r, keyHash(r.Key)) }); err != nil {
 				return err
 			}
 			spill.remove()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"sort"
 
 	"github.com/nereusctl/nereusctl/internal/kafka"
@@ -69,13 +70,15 @@ type Stats struct {
 	MapBytes          int64 `json:"offset_map_bytes"`
 }
 
-// iterate calls fn for every retained record of the frozen sources with an
-// offset in [lo, hi), in offset order: rows of the previous compacted set
-// below its end, then records of the new COMMITTED generations. Every object
-// read is checked against the digest its manifest recorded. Control
-// batches, aborted transactional data, keyless records and records below
-// the log start are dropped (and counted when stats is not nil).
-func (p *Plan) iterate(ctx context.Context, st store.Store, lo, hi int64, stats *Stats, fn func(r *ntc2.Row) error) error {
+// iterate calls fn with every retained record of the frozen sources with
+// an offset in [lo, hi), in offset order and in runs (a batch's records, a
+// block's rows): rows of the previous compacted set below its end, then
+// records of the new COMMITTED generations. Every object read is checked
+// against the digest its manifest recorded. Control batches, aborted
+// transactional data, keyless records and records below the log start are
+// dropped (and counted when stats is not nil). The rows and their bytes
+// are valid until fn returns: fn copies what it keeps.
+func (p *Plan) iterate(ctx context.Context, st store.Store, lo, hi int64, stats *Stats, fn func(rows []ntc2.Row) error) error {
 	lo = max(lo, p.Base)
 	for _, src := range p.prev {
 		for _, o := range src.gen.Objects {
@@ -90,21 +93,28 @@ func (p *Plan) iterate(ctx context.Context, st store.Store, lo, hi int64, stats 
 			if err != nil {
 				return fmt.Errorf("%w: %s: %v", ErrSourceChanged, o.Key, err)
 			}
-			err = r.Rows(func(row ntc2.Row) error {
-				if row.Offset < lo || row.Offset >= min(hi, p.PrevEnd) {
-					return nil
+			for i := 0; i < r.Footer().Blocks; i++ {
+				rows, err := r.Block(i)
+				if err != nil {
+					return fmt.Errorf("%w: %s: %v", ErrSourceChanged, o.Key, err)
+				}
+				// Rows ascend: keep the run inside [lo, min(hi, PrevEnd)).
+				a := sort.Search(len(rows), func(j int) bool { return rows[j].Offset >= lo })
+				b := sort.Search(len(rows), func(j int) bool { return rows[j].Offset >= min(hi, p.PrevEnd) })
+				if a >= b {
+					continue
 				}
 				if stats != nil {
-					stats.RecordsIn++
+					stats.RecordsIn += int64(b - a)
 				}
-				return fn(&row)
-			})
-			if err != nil {
-				return err
+				if err := fn(rows[a:b]); err != nil {
+					return err
+				}
 			}
 		}
 	}
 	from := max(lo, p.PrevEnd)
+	dec := p.decoder()
 	for _, src := range p.new {
 		for _, o := range src.gen.Objects {
 			if o.End <= from || o.Base >= hi {
@@ -116,7 +126,7 @@ func (p *Plan) iterate(ctx context.Context, st store.Store, lo, hi int64, stats 
 			}
 			sc := kafka.NewScannerVerify(data)
 			for sc.Next() {
-				h := sc.Header()
+				h := sc.HeaderPtr()
 				if h.LastOffset() < from || h.BaseOffset >= hi {
 					continue
 				}
@@ -132,11 +142,13 @@ func (p *Plan) iterate(ctx context.Context, st store.Store, lo, hi int64, stats 
 					}
 					continue
 				}
-				b, err := kafka.DecodeBatch(sc.Batch(), kafka.DefaultLimits())
+				b, err := dec.Decode(sc.Batch(), true)
 				if err != nil {
 					return fmt.Errorf("decode batch at offset %d in %s: %w", h.BaseOffset, o.Key, err)
 				}
 				horizon := b.Header.DeleteHorizonMs()
+				tsType := b.Header.TimestampType()
+				rows := p.rows[:0]
 				for i := range b.Records {
 					rec := &b.Records[i]
 					if rec.Offset < from || rec.Offset >= hi {
@@ -157,11 +169,15 @@ func (p *Plan) iterate(ctx context.Context, st store.Store, lo, hi int64, stats 
 						}
 						continue
 					}
-					row := ntc2.Row{Offset: rec.Offset, Timestamp: rec.Timestamp, TimestampType: h.TimestampType(), Key: rec.Key, Value: rec.Value, Headers: rec.Headers, DeleteHorizonMs: -1}
+					row := ntc2.Row{Offset: rec.Offset, Timestamp: rec.Timestamp, TimestampType: tsType, Key: rec.Key, Value: rec.Value, Headers: rec.Headers, DeleteHorizonMs: -1}
 					if rec.Value == nil && horizon >= 0 {
 						row.DeleteHorizonMs = horizon
 					}
-					if err := fn(&row); err != nil {
+					rows = append(rows, row)
+				}
+				p.rows = rows
+				if len(rows) > 0 {
+					if err := fn(rows); err != nil {
 						return err
 					}
 				}
@@ -174,17 +190,58 @@ func (p *Plan) iterate(ctx context.Context, st store.Store, lo, hi int64, stats 
 	return nil
 }
 
-// readObject GETs a source object and checks it against its manifest.
+// decoder returns the plan's batch decoder (its buffers are reused across
+// every batch the compaction reads; rows handed to fn alias them until fn
+// returns).
+func (p *Plan) decoder() *kafka.BatchDecoder {
+	if p.dec == nil {
+		p.dec = kafka.NewBatchDecoder(kafka.DefaultLimits())
+	}
+	return p.dec
+}
+
+// fingerprint is a keyed 128-bit hash of an object's bytes, with keys
+// drawn at random per process: unpredictable, so no crafted change can keep
+// it (it never leaves memory).
+type fingerprint [2]uint64
+
+var fingerprintSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+func fingerprintOf(data []byte) fingerprint {
+	return fingerprint{maphash.Bytes(fingerprintSeeds[0], data), maphash.Bytes(fingerprintSeeds[1], data)}
+}
+
+// readObject GETs a source object and checks it against its manifest: the
+// first read of an object in this compaction hashes it with SHA-256 and
+// compares with the digest its manifest recorded; every later read (step
+// 3's re-read, later passes) must be byte-identical to that verified read,
+// which a keyed fingerprint taken then proves at memory speed. Any
+// difference is ErrSourceChanged naming the object.
 func (p *Plan) readObject(ctx context.Context, st store.Store, o layout.ObjectRef, stats *Stats) ([]byte, error) {
-	data, err := st.Get(ctx, o.Key, nil)
+	// One buffer serves every read: the object's rows are handed on and
+	// done with before the next object is read.
+	data, err := store.GetInto(ctx, st, o.Key, p.objBuf)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return nil, fmt.Errorf("%w: object %s is gone: %v", ErrSourceChanged, o.Key, err)
 		}
 		return nil, fmt.Errorf("read source %s: %w", o.Key, err)
 	}
-	if got := store.SHA256Of(data); got != o.SHA256 {
-		return nil, fmt.Errorf("%w: object %s has sha256 %s, its manifest recorded %s", ErrSourceChanged, o.Key, got, o.SHA256)
+	if cap(data) <= 64<<20 {
+		p.objBuf = data
+	}
+	if p.verified == nil {
+		p.verified = map[string]fingerprint{}
+	}
+	if fp, ok := p.verified[o.Key]; ok {
+		if fingerprintOf(data) != fp {
+			return nil, fmt.Errorf("%w: object %s changed since this compaction read it (its manifest recorded sha256 %s)", ErrSourceChanged, o.Key, o.SHA256)
+		}
+	} else {
+		if got := store.SHA256Of(data); got != o.SHA256 {
+			return nil, fmt.Errorf("%w: object %s has sha256 %s, its manifest recorded %s", ErrSourceChanged, o.Key, got, o.SHA256)
+		}
+		p.verified[o.Key] = fingerprintOf(data)
 	}
 	if stats != nil {
 		stats.SourceObjects++

@@ -36,6 +36,10 @@ type Options struct {
 	// Topics limits the demo to these topics (all when empty); the records
 	// are shared among them.
 	Topics []string
+	// BatchRecords, when > 0, fills the user topics' batches as a busy
+	// producer does (BatchRecords/2+1 to BatchRecords records each)
+	// instead of the demo's small batches (benchmarks).
+	BatchRecords int
 }
 
 // DefaultOptions finish in a few seconds.
@@ -244,6 +248,7 @@ func writePartition(ctx context.Context, st store.Store, o Options, tp topicPlan
 	}
 	gen := newGenerator(tp.kind, tp.name, p, records, rng)
 	gen.scale = scale
+	gen.batchRecords = o.BatchRecords
 	w.NowMs = func() int64 { return gen.clock }
 	var cpAt []int
 	for i := 1; i <= o.Checkpoints; i++ {

@@ -27,6 +27,9 @@ type generator struct {
 	keys      int  // compacted key space
 	internalN int  // records of internal topics made
 	scale     int  // batches per object multiplier for large demos
+	// batchRecords, when > 0, sizes the user topics' batches as a busy
+	// producer fills them: batchRecords/2+1 to batchRecords records.
+	batchRecords int
 }
 
 type producer struct {
@@ -121,6 +124,16 @@ func (g *generator) nextBatch(base int64) ([]byte, int, error) {
 	}
 }
 
+// dataCount is the records of a user topic's next batch: up to maxN, or
+// the busy producer's batchRecords.
+func (g *generator) dataCount(maxN int) int {
+	if g.batchRecords > 0 {
+		half := g.batchRecords / 2
+		return min(half+1+g.rng.IntN(g.batchRecords-half), max(g.total-g.made, 1))
+	}
+	return g.count(maxN)
+}
+
 func (g *generator) count(maxN int) int {
 	return min(1+g.rng.IntN(maxN), max(g.total-g.made, 1))
 }
@@ -151,7 +164,7 @@ func (g *generator) idempotentBatch(base int64) ([]byte, int, error) {
 	if pr == g.producers[0] && pr.epoch == 0 && g.made > g.total/2 {
 		pr.epoch, pr.seq = 1, 0
 	}
-	n := g.count(20)
+	n := g.dataCount(20)
 	recs := g.records(base, n, func(i int) []byte { return []byte(fmt.Sprintf("order-%d", g.made+i)) },
 		func(i int) []byte {
 			return append([]byte(`{"item":"`), append(g.value(60+g.rng.IntN(120)), '"', '}')...)
@@ -199,7 +212,7 @@ func (g *generator) txnBatch(base int64) ([]byte, int, error) {
 // txnData writes one transactional data batch of pr, opening its
 // transaction if none is open.
 func (g *generator) txnData(base int64, pr *producer) ([]byte, int, error) {
-	n := g.count(10)
+	n := g.dataCount(10)
 	recs := g.records(base, n, func(i int) []byte { return []byte(fmt.Sprintf("payment-%d", g.made+i)) },
 		func(i int) []byte { return g.value(80 + g.rng.IntN(80)) })
 	s := kafka.NewBatchSpec(base, recs)
@@ -230,7 +243,7 @@ func (g *generator) marker(base int64, pr *producer) ([]byte, int, error) {
 }
 
 func (g *generator) compactedBatch(base int64) ([]byte, int, error) {
-	n := g.count(10)
+	n := g.dataCount(10)
 	recs := g.records(base, n, func(i int) []byte { return []byte(fmt.Sprintf("customer-%d", g.rng.IntN(g.keys))) },
 		func(i int) []byte {
 			if g.rng.IntN(10) == 0 {

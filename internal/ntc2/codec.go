@@ -22,7 +22,7 @@ var (
 func zstdEncoder() (*zstd.Encoder, error) {
 	encOnce.Do(func() {
 		encZstd, encErr = zstd.NewWriter(nil,
-			zstd.WithEncoderLevel(zstd.SpeedDefault),
+			zstd.WithEncoderLevel(zstd.SpeedFastest),
 			zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)),
 			zstd.WithEncoderCRC(false),
 			zstd.WithZeroFrames(false),
@@ -49,7 +49,7 @@ func appendStored(dst, raw []byte) ([]byte, uint8, error) {
 	return append(out[:n], raw...), CodecNone, nil
 }
 
-// zstdMaxWindow is the largest window a reader accepts: the SpeedDefault
+// zstdMaxWindow is the largest window a reader accepts: the SpeedFastest
 // encoder never declares more than 8 MiB.
 const zstdMaxWindow = 8 << 20
 

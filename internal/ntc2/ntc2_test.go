@@ -765,6 +765,34 @@ func TestGolden(t *testing.T) {
 	}
 }
 
+// TestGoldenOlderEncoder: an object written by the earlier encoder setting
+// (zstd SpeedDefault) is still read, verifies, and holds the same rows as
+// the current golden file.
+func TestGoldenOlderEncoder(t *testing.T) {
+	old, err := os.ReadFile(filepath.Join("testdata", "v1-small-speeddefault.ntc2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(old)
+	if err != nil {
+		t.Fatalf("the SpeedDefault golden file no longer opens: %v", err)
+	}
+	if fs := r.Verify(); len(fs) > 0 {
+		t.Fatalf("the SpeedDefault golden file no longer verifies: %v", fs)
+	}
+	cur, _ := build(t, r.Footer().Meta, goldenRows())
+	if bytes.Equal(cur, old) {
+		t.Fatal("the current encoder writes the old bytes: this vector is redundant")
+	}
+	rc, err := Open(cur)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(allRows(t, r)) != fmt.Sprint(allRows(t, rc)) {
+		t.Fatal("the old and current golden files hold different rows")
+	}
+}
+
 // goldenRows are the rows of the golden file: two blocks of random rows
 // with low-entropy values (zstd), a row of zeros alone in its block (zstd),
 // and a last tiny row (stored plain).

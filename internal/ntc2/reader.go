@@ -394,7 +394,7 @@ func FindingOf(err error) Finding {
 // distinct-key set (see Writer).
 func (r *Reader) Verify() []Finding {
 	var out []Finding
-	keys := make(map[[16]byte]struct{}, min(r.footer.Keys, 1<<16))
+	keys := make(map[[2]uint64]struct{}, min(r.footer.Keys, 1<<16))
 	var tombstones int64
 	ok := true
 	for i := range r.entries {

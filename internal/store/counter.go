@@ -93,6 +93,11 @@ func (c *Counter) Get(ctx context.Context, key string, r *Range) ([]byte, error)
 	return c.s.Get(ctx, key, r)
 }
 
+func (c *Counter) GetInto(ctx context.Context, key string, buf []byte) ([]byte, error) {
+	c.get.Add(1)
+	return GetInto(ctx, c.s, key, buf)
+}
+
 func (c *Counter) Put(ctx context.Context, key string, data []byte, g Guard) (ObjectInfo, error) {
 	c.put.Add(1)
 	return c.s.Put(ctx, key, data, g)

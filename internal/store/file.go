@@ -354,6 +354,20 @@ func (f *File) Get(ctx context.Context, key string, r *Range) ([]byte, error) {
 	return buf, nil
 }
 
+// GetInto is Get of the whole object into buf (IntoGetter).
+func (f *File) GetInto(ctx context.Context, key string, buf []byte) ([]byte, error) {
+	if err := fileKey(key); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if data, ok := f.fastGetInto(key, nil, buf); ok {
+		return data, nil
+	}
+	return f.Get(ctx, key, nil)
+}
+
 func (f *File) Put(ctx context.Context, key string, data []byte, g Guard) (ObjectInfo, error) {
 	if err := fileKey(key); err != nil {
 		return ObjectInfo{}, err

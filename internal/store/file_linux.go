@@ -75,6 +75,11 @@ func pidAlive(pid int) bool {
 // fstat, pread, close. Any failure returns ok false and the caller takes
 // the general path, which reports the error as the store root sees it.
 func (f *File) fastGet(key string, r *Range) ([]byte, bool) {
+	return f.fastGetInto(key, r, nil)
+}
+
+// fastGetInto is fastGet reading into buf[:0] (grown when too small).
+func (f *File) fastGetInto(key string, r *Range, buf []byte) ([]byte, bool) {
 	i := strings.LastIndexByte(key, '/')
 	if i < 0 {
 		return nil, false
@@ -104,7 +109,10 @@ func (f *File) fastGet(key string, r *Range) ([]byte, bool) {
 			hi = lo + r.Length
 		}
 	}
-	buf := make([]byte, hi-lo)
+	if int64(cap(buf)) < hi-lo {
+		buf = make([]byte, hi-lo)
+	}
+	buf = buf[:hi-lo]
 	for n := 0; n < len(buf); {
 		m, err := unix.Pread(fd, buf[n:], lo+int64(n))
 		if errors.Is(err, unix.EINTR) {

@@ -22,5 +22,8 @@ func pidNamespace() string { return "" }
 
 func pidAlive(int) bool { return true }
 
+// fastGetInto has no fast path here.
+func (f *File) fastGetInto(string, *Range, []byte) ([]byte, bool) { return nil, false }
+
 // fastGet has no fast path here.
 func (f *File) fastGet(string, *Range) ([]byte, bool) { return nil, false }

@@ -53,6 +53,13 @@ func (r *RateLimit) Get(ctx context.Context, key string, rg *Range) ([]byte, err
 	return r.s.Get(ctx, key, rg)
 }
 
+func (r *RateLimit) GetInto(ctx context.Context, key string, buf []byte) ([]byte, error) {
+	if err := r.wait(ctx, "get", key); err != nil {
+		return nil, err
+	}
+	return GetInto(ctx, r.s, key, buf)
+}
+
 func (r *RateLimit) Put(ctx context.Context, key string, data []byte, g Guard) (ObjectInfo, error) {
 	if err := r.wait(ctx, "put", key); err != nil {
 		return ObjectInfo{}, err

@@ -104,6 +104,14 @@ func (r *Retry) Get(ctx context.Context, key string, rg *Range) (b []byte, err e
 	return b, err
 }
 
+func (r *Retry) GetInto(ctx context.Context, key string, buf []byte) (b []byte, err error) {
+	_, err = r.do(ctx, func() error {
+		b, err = GetInto(ctx, r.s, key, buf)
+		return err
+	})
+	return b, err
+}
+
 func (r *Retry) List(ctx context.Context, prefix string) (l []ObjectInfo, err error) {
 	_, err = r.do(ctx, func() error {
 		l, err = r.s.List(ctx, prefix)

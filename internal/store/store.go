@@ -147,6 +147,26 @@ type Store interface {
 	String() string
 }
 
+// IntoGetter is implemented by stores (and decorators) that can read a
+// whole object into a caller's buffer, so that a long job reading many
+// objects in turn reuses one buffer instead of allocating (and faulting
+// in) fresh memory for each.
+type IntoGetter interface {
+	// GetInto is Get of the whole object into buf[:0], grown when too
+	// small; the result may alias buf.
+	GetInto(ctx context.Context, key string, buf []byte) ([]byte, error)
+}
+
+// GetInto reads the whole object key into buf when s can (IntoGetter),
+// else with Get. The result may alias buf: the caller must be done with it
+// before it reuses buf.
+func GetInto(ctx context.Context, s Store, key string, buf []byte) ([]byte, error) {
+	if g, ok := s.(IntoGetter); ok {
+		return g.GetInto(ctx, key, buf)
+	}
+	return s.Get(ctx, key, nil)
+}
+
 // Closer is implemented by backends that hold resources.
 type Closer interface {
 	Close() error

@@ -59,6 +59,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	}{
 		{"RoundTrip", testRoundTrip},
 		{"RangedGet", testRangedGet},
+		{"GetInto", testGetInto},
 		{"ListOrderAndPrefix", testList},
 		{"ListAfter", testListAfter},
 		{"ListPagination", testPagination},
@@ -227,6 +228,37 @@ func testRangedGet(t *testing.T, mk func(*testing.T) *store.Counter) {
 	wantErr(t, "ranged get of a missing key", err, store.ErrNotFound)
 	_, err = s.Get(ctx, "r/missing", &store.Range{Offset: 0, Length: 0})
 	wantErr(t, "empty ranged get of a missing key", err, store.ErrNotFound)
+}
+
+// testGetInto: reading into a caller's buffer (nil, too small, large
+// enough, holding older bytes) gives exactly Get's bytes, through the
+// counter and retry decorators too, and a missing key is ErrNotFound.
+func testGetInto(t *testing.T, mk func(*testing.T) *store.Counter) {
+	s := mk(t)
+	ctx := ctxT(t)
+	big := bytes.Repeat([]byte("0123456789"), 5000)
+	put(t, s, "gi/big", big, store.None())
+	put(t, s, "gi/small", []byte("small"), store.None())
+	put(t, s, "gi/empty", nil, store.None())
+	retry := store.WithRetry(s, fastRetry())
+	buf := []byte(nil)
+	for _, st := range []store.Store{s, retry} {
+		for _, key := range []string{"gi/big", "gi/small", "gi/big", "gi/empty", "gi/small"} {
+			got, err := store.GetInto(ctx, st, key, buf)
+			if err != nil {
+				t.Fatalf("get into %s: %v", key, err)
+			}
+			if want := get(t, s, key); !bytes.Equal(got, want) {
+				t.Fatalf("get into %s: %d bytes differ from Get's %d", key, len(got), len(want))
+			}
+			buf = got
+		}
+		_, err := store.GetInto(ctx, st, "gi/missing", buf)
+		wantErr(t, "get into a missing key", err, store.ErrNotFound)
+	}
+	if c := s.Counts(); c["GET"] < 10 {
+		t.Fatalf("the counter saw %d GETs", c["GET"])
+	}
 }
 
 func testList(t *testing.T, mk func(*testing.T) *store.Counter) {

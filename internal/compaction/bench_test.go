@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -119,20 +120,26 @@ func benchCompact(b *testing.B, st store.Store, dir string) {
 	readSecs := time.Since(readStart).Seconds()
 
 	var r *compaction.Result
+	var times []float64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		bd := uncompacted(b, st)
 		b.StartTimer()
+		start := time.Now()
 		var err error
 		if r, err = compaction.Compact(ctx, st, bd, compaction.Options{NowMs: now, MaxMemory: compaction.DefaultMaxMemory}); err != nil {
 			b.Fatal(err)
 		}
+		times = append(times, time.Since(start).Seconds())
 	}
 	b.StopTimer()
-	secs := b.Elapsed().Seconds() / float64(b.N)
+	// This machine is shared: report the median run and the best one.
+	slices.Sort(times)
+	secs := times[len(times)/2]
 	in := float64(r.Stats.BytesIn)
 	b.ReportMetric(in/secs/1e6, "mb_in/s")
+	b.ReportMetric(in/times[0]/1e6, "best_mb_in/s")
 	b.ReportMetric(float64(readBytes)/readSecs/1e6, "read_mb/s")
 	b.ReportMetric(float64(r.Stats.Keys), "keys")
 	b.ReportMetric(float64(r.Stats.SourceObjects)/float64(r.Stats.Passes+1), "objects")

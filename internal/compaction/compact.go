@@ -441,22 +441,30 @@ func (e *emitter) flush(end int64) error {
 	}
 	e.w = nil
 	sum := store.SHA256Of(data)
-	ref := layout.ObjectRef{Key: CompactedKey(e.p.StreamID, sum), Base: e.base, End: end, Size: int64(len(data)), ETag: store.ETagOf(data), CRC32C: stream.CRC32C(data), SHA256: sum}
+	ref := layout.ObjectRef{Key: CompactedKey(e.p.StreamID, sum), Base: e.base, End: end, Size: int64(len(data)), CRC32C: stream.CRC32C(data), SHA256: sum}
 	e.stats.Objects++
 	e.stats.BytesOut += int64(len(data))
 	e.stats.Keys += f.Keys
 	e.base = end
-	e.refs = append(e.refs, ref)
-	if e.onObject != nil {
-		e.onObject(ref, data)
+	if e.onObject != nil || e.dryRun {
+		ref.ETag = store.ETagOf(data)
+		e.refs = append(e.refs, ref)
+		if e.onObject != nil {
+			e.onObject(ref, data)
+		}
 		return nil
 	}
-	if e.dryRun {
-		return nil
-	}
-	if _, err := e.st.Put(e.ctx, ref.Key, data, store.IfAbsent()); err != nil {
+	// The ETag recorded is the one the store gave (the MD5 of the bytes
+	// on every supported backend), so verify's HEAD checks compare like
+	// with like.
+	info, err := e.st.Put(e.ctx, ref.Key, data, store.IfAbsent())
+	if err != nil {
 		return fmt.Errorf("put %s: %w", ref.Key, err)
 	}
+	if ref.ETag = info.ETag; ref.ETag == "" {
+		ref.ETag = store.ETagOf(data)
+	}
+	e.refs = append(e.refs, ref)
 	// Full verification of what the store now holds.
 	back, err := e.st.Get(e.ctx, ref.Key, nil)
 	if err != nil {

@@ -3,6 +3,7 @@ package compaction
 import (
 	"hash/maphash"
 	"math/bits"
+	"slices"
 )
 
 // EntryBytes is the size of one offset-map slot: a 16-byte hash of the key
@@ -121,6 +122,26 @@ func (m *offsetMap) grow() bool {
 		}
 	}
 	return float64(m.used+1) <= maxLoad*float64(m.n)
+}
+
+// latestOffsets turns the map, in place, into the ascending list of the
+// latest offsets it holds (each plus one) and returns it; the map is
+// unusable afterwards. A record of the scanned range is the latest of its
+// key exactly when its offset is in this list, so the cleaning pass checks
+// records against it in offset order, without hashing a key or touching
+// the table at random, in no memory beyond the table's.
+func (m *offsetMap) latestOffsets() []uint64 {
+	k := 0
+	for i := 0; i+2 < len(m.slots); i += 3 {
+		if v := m.slots[i+2]; v != 0 {
+			m.slots[k] = v // k <= i/3 < i+2: an unread slot is never overwritten
+			k++
+		}
+	}
+	out := m.slots[:k:k]
+	slices.Sort(out)
+	m.slots, m.n, m.used = nil, 0, 0
+	return out
 }
 
 // bytes is the map's memory.

@@ -3,6 +3,7 @@ package compaction
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -42,6 +43,15 @@ func TestOffsetMapMatchesModel(t *testing.T) {
 		}
 		if _, ok := m.get(keyHash([]byte("never-put"))); ok {
 			t.Fatalf("budget %d: an absent key found", budget)
+		}
+		// latestOffsets: exactly the model's values, ascending, plus one.
+		var want []uint64
+		for _, off := range model {
+			want = append(want, uint64(off)+1)
+		}
+		slices.Sort(want)
+		if got := m.latestOffsets(); !slices.Equal(got, want) {
+			t.Fatalf("budget %d: latest offsets %d values, want %d", budget, len(got), len(want))
 		}
 		if budget < 24*150_000 && !full {
 			t.Fatalf("budget %d: never full", budget)

@@ -19,7 +19,9 @@ import (
 // cleans [Base, x): the previous pass's output (spilled) and the sources in
 // [lo, x), keeping a record unless the map has a later offset for its key
 // and dropping tombstones whose delete horizon passed. This is Kafka's
-// cleaner loop; with enough memory it is one pass.
+// cleaner loop; with enough memory it is one pass. For the records of
+// [lo, x) themselves the map is first turned into the sorted list of its
+// offsets (latestOffsets), checked in offset order.
 func (p *Plan) run(ctx context.Context, st store.Store, o Options, em *emitter, stats *Stats) error {
 	em.base = p.Base
 	lo := p.Base
@@ -30,20 +32,17 @@ func (p *Plan) run(ctx context.Context, st store.Store, o Options, em *emitter, 
 		}
 	}()
 	var hs [][2]uint64 // the key hashes of a run of rows
-	hashes := func(rows []ntc2.Row, m *offsetMap) [][2]uint64 {
-		hs = hs[:0]
-		for i := range rows {
-			hs = append(hs, keyHash(rows[i].Key))
-		}
-		m.prefetch(hs)
-		return hs
-	}
 	for {
 		stats.Passes++
 		m := newOffsetMap(o.MaxMemory)
 		x := p.End
 		err := p.iterate(ctx, st, lo, p.End, nil, func(rows []ntc2.Row) error {
-			for i, h := range hashes(rows, m) {
+			hs = hs[:0]
+			for i := range rows {
+				hs = append(hs, keyHash(rows[i].Key))
+			}
+			m.prefetch(hs)
+			for i, h := range hs {
 				if !m.put(h, rows[i].Offset) {
 					x = rows[i].Offset
 					return errStop
@@ -67,8 +66,8 @@ func (p *Plan) run(ctx context.Context, st store.Store, o Options, em *emitter, 
 			}
 			emit = next.write
 		}
-		keepRow := func(r *ntc2.Row, h [2]uint64) error {
-			if latest, ok := m.get(h); ok && r.Offset < latest {
+		keepRow := func(r *ntc2.Row, superseded bool) error {
+			if superseded {
 				if final {
 					stats.Superseded++
 				}
@@ -95,20 +94,35 @@ func (p *Plan) run(ctx context.Context, st store.Store, o Options, em *emitter, 
 			}
 			return emit(r)
 		}
-		keep := func(rows []ntc2.Row) error {
-			for i, h := range hashes(rows, m) {
-				if err := keepRow(&rows[i], h); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
+		// The previous passes' output, below lo: superseded when the map
+		// holds a later offset of its key.
 		if spill != nil {
-			if err := spill.each(func(r *ntc2.Row) error { return keepRow(r, keyHash(r.Key)) }); err != nil {
+			err := spill.each(func(r *ntc2.Row) error {
+				latest, ok := m.get(keyHash(r.Key))
+				return keepRow(r, ok && r.Offset < latest)
+			})
+			if err != nil {
 				return err
 			}
 			spill.remove()
 			spill = nil
+		}
+		// Records in [lo, x): every one of them is in the map, so one is
+		// the latest of its key exactly when its offset is a value of the
+		// map. They come in offset order: walk the sorted values along.
+		latest := m.latestOffsets()
+		j := 0
+		keep := func(rows []ntc2.Row) error {
+			for i := range rows {
+				o := uint64(rows[i].Offset) + 1
+				for j < len(latest) && latest[j] < o {
+					j++
+				}
+				if err := keepRow(&rows[i], j == len(latest) || latest[j] != o); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
 		// Records in [lo, x) are read, counted and judged exactly once.
 		if err := p.iterate(ctx, st, lo, x, stats, keep); err != nil {

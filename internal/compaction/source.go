@@ -200,15 +200,16 @@ func (p *Plan) decoder() *kafka.BatchDecoder {
 	return p.dec
 }
 
-// fingerprint is a keyed 128-bit hash of an object's bytes, with keys
-// drawn at random per process: unpredictable, so no crafted change can keep
-// it (it never leaves memory).
-type fingerprint [2]uint64
+// fingerprint is a keyed 64-bit hash of an object's bytes under a seed
+// drawn at random per process: no change can be crafted to keep it (the
+// seed never leaves memory), and a random one keeps it with probability
+// 2^-64.
+type fingerprint uint64
 
-var fingerprintSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+var fingerprintSeed = maphash.MakeSeed()
 
 func fingerprintOf(data []byte) fingerprint {
-	return fingerprint{maphash.Bytes(fingerprintSeeds[0], data), maphash.Bytes(fingerprintSeeds[1], data)}
+	return fingerprint(maphash.Bytes(fingerprintSeed, data))
 }
 
 // readObject GETs a source object and checks it against its manifest: the

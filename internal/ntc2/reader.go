@@ -394,7 +394,7 @@ func FindingOf(err error) Finding {
 // distinct-key set (see Writer).
 func (r *Reader) Verify() []Finding {
 	var out []Finding
-	keys := make(map[[2]uint64]struct{}, min(r.footer.Keys, 1<<16))
+	keys := newKeySet(min(r.footer.Keys, 1<<20))
 	var tombstones int64
 	ok := true
 	for i := range r.entries {
@@ -408,11 +408,11 @@ func (r *Reader) Verify() []Finding {
 			if rows[j].Value == nil {
 				tombstones++
 			}
-			keys[keyHash(rows[j].Key)] = struct{}{}
+			keys.add(keyHash(rows[j].Key))
 		}
 	}
 	if ok {
-		if n := int64(len(keys)); n != r.footer.Keys {
+		if n := keys.len(); n != r.footer.Keys {
 			out = append(out, Finding{Check: CheckCount, Block: -1, Detail: fmt.Sprintf("footer: %d distinct keys, the rows hold %d", r.footer.Keys, n)})
 		}
 		if tombstones != r.footer.Tombstones {

@@ -7,16 +7,16 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"slices"
 )
 
 // Writer builds one NTC2 object from rows given in strictly ascending offset
 // order. Besides the object's bytes (which it returns whole from Finish), it
 // holds one open block (about TargetBlockRaw raw bytes, or one larger row),
-// 49 bytes per finished block, and the distinct-key set: a Go map of 16-byte
-// key hashes, about 20 to 40 bytes per distinct key (a view of 1 M keys
-// costs at most about 40 MB).
+// 49 bytes per finished block, and the distinct-key set: 16-byte key
+// hashes in a table at most half full, 32 to 64 bytes per distinct key (an
+// object of 1 M keys costs at most 64 MB; compaction's objects of about 4
+// MiB hold some tens of thousands).
 //
 // The output is deterministic: the same Meta and the same rows always give
 // the same bytes (docs/formats/ntc2.md §7). A Writer is not safe for
@@ -29,7 +29,7 @@ type Writer struct {
 	cur   entry  // the open block's first, last, maxTS and rows
 	ctx   rowCtx
 	index []entry
-	keys  map[[2]uint64]struct{}
+	keys  *keySet
 
 	rows, tombstones int64
 	first, last      int64 // offsets of the first and last row added; -1 before
@@ -42,7 +42,7 @@ type Writer struct {
 func NewWriter(meta Meta) *Writer {
 	w := &Writer{
 		meta:  Meta{Base: meta.Base, End: meta.End, Sources: slices.Clone(meta.Sources)},
-		keys:  make(map[[2]uint64]struct{}),
+		keys:  newKeySet(0),
 		first: -1, last: -1,
 		ctx: rowCtx{first: true, base: meta.Base},
 	}
@@ -90,17 +90,6 @@ func parseDigest(s string) ([32]byte, error) {
 	return d, nil
 }
 
-// keyHash is the distinct-key set's entry: two 64-bit hashes of the key
-// under independent seeds drawn at random per process. Two keys collide
-// with probability about 2^-128 and no input can be crafted to collide
-// (the seeds are secret), so the writer and every verifier count the same
-// keys, while hashing runs at memory speed (SHA-256 here cost a sixth of
-// the writer's time).
-func keyHash(key []byte) [2]uint64 {
-	return [2]uint64{maphash.Bytes(keySeeds[0], key), maphash.Bytes(keySeeds[1], key)}
-}
-
-var keySeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 
 // Add appends a row. Offsets must be strictly ascending and inside [Base,
 // End); the key must not be nil; a delete horizon only on a tombstone; the
@@ -149,7 +138,7 @@ func (w *Writer) Add(r Row) error {
 	if r.Value == nil {
 		w.tombstones++
 	}
-	w.keys[keyHash(r.Key)] = struct{}{}
+	w.keys.add(keyHash(r.Key))
 	if len(w.block) >= TargetBlockRaw {
 		return w.flush()
 	}
@@ -236,7 +225,7 @@ func (w *Writer) Finish() ([]byte, *Footer, error) {
 		data = w.index[i].appendTo(data)
 	}
 	f := &Footer{
-		Meta: w.meta, Rows: w.rows, Keys: int64(len(w.keys)), Tombstones: w.tombstones,
+		Meta: w.meta, Rows: w.rows, Keys: w.keys.len(), Tombstones: w.tombstones,
 		FirstOffset: w.first, LastOffset: w.last, Blocks: len(w.index),
 	}
 	data = appendFooter(data, f, crc32c(data[indexStart:]))

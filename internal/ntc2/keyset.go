@@ -81,4 +81,3 @@ func (s *keySet) grow() {
 
 // len is the number of distinct keys added.
 func (s *keySet) len() int64 { return s.count }
-

@@ -90,7 +90,6 @@ func parseDigest(s string) ([32]byte, error) {
 	return d, nil
 }
 
-
 // Add appends a row. Offsets must be strictly ascending and inside [Base,
 // End); the key must not be nil; a delete horizon only on a tombstone; the
 // encoded row at most MaxBlockRaw bytes. A refused row leaves the writer as

@@ -6,14 +6,31 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/nereusctl/nereusctl/cmd"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := cmd.Execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
+	// NEREUSCTL_CPUPROFILE=FILE writes a CPU profile of the run (for
+	// `go tool pprof`), to look into a slow job.
+	var profile *os.File
+	if path := os.Getenv("NEREUSCTL_CPUPROFILE"); path != "" {
+		if f, err := os.Create(path); err == nil && pprof.StartCPUProfile(f) == nil {
+			profile = f
+		}
+	}
+	code := run()
+	if profile != nil {
+		pprof.StopCPUProfile()
+		profile.Close()
+	}
 	os.Exit(code)
+}
+
+func run() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return cmd.Execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
 }

@@ -2,6 +2,7 @@ package compaction_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -62,8 +63,9 @@ func (s *benchStream) get(b *testing.B, batchRecords int) *store.File {
 	return s.st
 }
 
-// uncompacted resets the binding's coverage, so that the next compaction
-// starts from the raw COMMITTED stream again.
+// uncompacted makes the stream as if it had never been compacted: the
+// binding's coverage reset, every TOPIC_COMPACTED generation and NTC2
+// object removed, so that the next compaction writes everything again.
 func uncompacted(b *testing.B, st store.Store) *layout.Binding {
 	b.Helper()
 	ctx := context.Background()
@@ -75,6 +77,27 @@ func uncompacted(b *testing.B, st store.Store) *layout.Binding {
 	bd.Version++
 	if _, err := layout.Replace(ctx, st, layout.BindingKey("customers", 0), bd, etag); err != nil {
 		b.Fatal(err)
+	}
+	gens, err := layout.ListGenerations(ctx, st, bd.StreamID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, n := range gens {
+		g, _, err := layout.LoadGeneration(ctx, st, bd.StreamID, n)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if g.Kind != layout.KindTopicCompacted {
+			continue
+		}
+		for _, o := range g.Objects {
+			if err := st.Delete(ctx, o.Key, store.None()); err != nil && !errors.Is(err, store.ErrNotFound) {
+				b.Fatal(err)
+			}
+		}
+		if err := st.Delete(ctx, layout.GenerationKey(bd.StreamID, n), store.None()); err != nil {
+			b.Fatal(err)
+		}
 	}
 	return bd
 }

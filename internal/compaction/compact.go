@@ -397,13 +397,24 @@ type emitter struct {
 	last   int64
 	refs   []layout.ObjectRef
 	// onObject, when set, receives every finished object instead of the
-	// store (regenerate).
+	// store (regenerate); it must not keep data.
 	onObject func(ref layout.ObjectRef, data []byte)
+	// spare and readBuf are reused from object to object: the last
+	// object's bytes once stored, and the buffer its read-back went to.
+	spare, readBuf []byte
+}
+
+// newWriter starts the next object. A compaction's output holds one row
+// per key, so the writer need not keep a key set (verification recounts).
+func (e *emitter) newWriter() *ntc2.Writer {
+	w := ntc2.NewWriterWith(ntc2.Meta{Base: e.base, End: e.p.End, Sources: ntcSources(e.p.Sources)}, ntc2.WriterOptions{Buffer: e.spare, DistinctKeys: true})
+	e.spare = nil
+	return w
 }
 
 func (e *emitter) add(r *ntc2.Row) error {
 	if e.w == nil {
-		e.w = ntc2.NewWriter(ntc2.Meta{Base: e.base, End: e.p.End, Sources: ntcSources(e.p.Sources)})
+		e.w = e.newWriter()
 	}
 	if err := e.w.Add(*r); err != nil {
 		return err
@@ -430,7 +441,7 @@ func (e *emitter) flush(end int64) error {
 			return nil
 		}
 		// An empty view still gets one (empty) object for its range.
-		e.w = ntc2.NewWriter(ntc2.Meta{Base: e.base, End: e.p.End, Sources: ntcSources(e.p.Sources)})
+		e.w = e.newWriter()
 	}
 	if err := e.w.SetEnd(end); err != nil {
 		return err
@@ -452,6 +463,7 @@ func (e *emitter) flush(end int64) error {
 		if e.onObject != nil {
 			e.onObject(ref, data)
 		}
+		e.spare = data
 		return nil
 	}
 	// The ETag recorded is the one the store gave (the MD5 of the bytes
@@ -466,10 +478,11 @@ func (e *emitter) flush(end int64) error {
 	}
 	e.refs = append(e.refs, ref)
 	// Full verification of what the store now holds.
-	back, err := e.st.Get(e.ctx, ref.Key, nil)
+	back, err := store.GetInto(e.ctx, e.st, ref.Key, e.readBuf)
 	if err != nil {
 		return fmt.Errorf("verify %s: %w", ref.Key, err)
 	}
+	e.readBuf = back
 	if !bytes.Equal(back, data) {
 		return fmt.Errorf("verify %s: the bytes read back differ from the %d bytes written (sha256 %s)", ref.Key, len(data), sum)
 	}
@@ -480,6 +493,7 @@ func (e *emitter) flush(end int64) error {
 	if fs := r.Verify(); len(fs) > 0 {
 		return fmt.Errorf("verify %s: %s check failed: %s", ref.Key, fs[0].Check, fs[0].Detail)
 	}
+	e.spare = data
 	return nil
 }
 

@@ -40,18 +40,42 @@ type Writer struct {
 // digest that is not 64 lowercase hex digits) is reported by every later
 // call. The sources are stored ascending by gen.
 func NewWriter(meta Meta) *Writer {
+	return NewWriterWith(meta, WriterOptions{})
+}
+
+// WriterOptions tune a Writer without changing the bytes it writes.
+type WriterOptions struct {
+	// Buffer, when not nil, is reused (from length 0) for the object's
+	// bytes: Finish returns them in it, or in a bigger copy.
+	Buffer []byte
+	// DistinctKeys says that the caller adds every key at most once (a
+	// compaction's output holds one row per key): the distinct-key count
+	// is then the row count and the writer keeps no key set. Verify
+	// recounts, so a caller that breaks the promise writes an object that
+	// fails verification, never one that passes with a wrong count.
+	DistinctKeys bool
+}
+
+// NewWriterWith is NewWriter with options.
+func NewWriterWith(meta Meta, o WriterOptions) *Writer {
 	w := &Writer{
 		meta:  Meta{Base: meta.Base, End: meta.End, Sources: slices.Clone(meta.Sources)},
-		keys:  newKeySet(0),
 		first: -1, last: -1,
 		ctx: rowCtx{first: true, base: meta.Base},
+	}
+	if !o.DistinctKeys {
+		w.keys = newKeySet(0)
 	}
 	slices.SortStableFunc(w.meta.Sources, func(a, b Source) int { return cmp.Compare(a.Gen, b.Gen) })
 	if err := checkMeta(&w.meta); err != nil {
 		w.err = fmt.Errorf("ntc2: meta: %w", err)
 		return w
 	}
-	w.out = appendHeader(make([]byte, 0, 4096), Version, 0)
+	buf := o.Buffer[:0:cap(o.Buffer)]
+	if buf == nil {
+		buf = make([]byte, 0, 4096)
+	}
+	w.out = appendHeader(buf, Version, 0)
 	return w
 }
 
@@ -137,7 +161,9 @@ func (w *Writer) Add(r Row) error {
 	if r.Value == nil {
 		w.tombstones++
 	}
-	w.keys.add(keyHash(r.Key))
+	if w.keys != nil {
+		w.keys.add(keyHash(r.Key))
+	}
 	if len(w.block) >= TargetBlockRaw {
 		return w.flush()
 	}
@@ -223,8 +249,12 @@ func (w *Writer) Finish() ([]byte, *Footer, error) {
 	for i := range w.index {
 		data = w.index[i].appendTo(data)
 	}
+	keys := w.rows
+	if w.keys != nil {
+		keys = w.keys.len()
+	}
 	f := &Footer{
-		Meta: w.meta, Rows: w.rows, Keys: w.keys.len(), Tombstones: w.tombstones,
+		Meta: w.meta, Rows: w.rows, Keys: keys, Tombstones: w.tombstones,
 		FirstOffset: w.first, LastOffset: w.last, Blocks: len(w.index),
 	}
 	data = appendFooter(data, f, crc32c(data[indexStart:]))

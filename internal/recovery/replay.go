@@ -397,10 +397,16 @@ func replayTail(ctx context.Context, st store.Store, sid string, part *state.Par
 	if len(chain) > 0 && chain[0].Base != part.NextOffset {
 		return fmt.Errorf("%w: the state ends at %d inside object %s", stream.ErrMissing, part.NextOffset, chain[0].Key)
 	}
+	// One read buffer for the whole tail: nothing keeps an object's bytes
+	// once its batches are applied.
+	buf := make([]byte, 0, 64<<10)
 	for _, o := range chain {
-		data, err := stream.ReadObject(ctx, st, o)
+		data, err := stream.ReadObjectInto(ctx, st, o, buf)
 		if err != nil {
 			return err
+		}
+		if cap(data) <= 64<<20 {
+			buf = data[:0]
 		}
 		if o.End == head {
 			ts.headObject, ts.headSHA = o.Key, store.SHA256Of(data)

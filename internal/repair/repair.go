@@ -10,6 +10,7 @@
 package repair
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -264,7 +265,7 @@ func candidate(ctx context.Context, st store.Store, g *layout.Generation, ref la
 		var found []byte
 		err := compaction.Regenerate(ctx, st, g, 0, func(r layout.ObjectRef, data []byte) {
 			if r.SHA256 == ref.SHA256 {
-				found = data
+				found = bytes.Clone(data) // data is reused for the next object
 			}
 		})
 		if err != nil {

@@ -95,7 +95,20 @@ type Batch struct {
 
 // ReadObject GETs an object and checks its size against the listing.
 func ReadObject(ctx context.Context, st store.Store, o layout.StreamObject) ([]byte, error) {
-	data, err := st.Get(ctx, o.Key, nil)
+	return ReadObjectInto(ctx, st, o, nil)
+}
+
+// ReadObjectInto is ReadObject reading into buf (store.GetInto) when it
+// is not nil: the result may alias buf, for a caller reading objects one
+// after another.
+func ReadObjectInto(ctx context.Context, st store.Store, o layout.StreamObject, buf []byte) ([]byte, error) {
+	var data []byte
+	var err error
+	if buf != nil {
+		data, err = store.GetInto(ctx, st, o.Key, buf)
+	} else {
+		data, err = st.Get(ctx, o.Key, nil)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", o.Key, err)
 	}

@@ -60,8 +60,9 @@ func DecodeBatch(b []byte, lim Limits) (*Batch, error) {
 // A BatchDecoder decodes batches one after another into buffers it reuses:
 // the records, their headers and the decompressed records section. It
 // makes the same checks as DecodeBatch, with the same limits, and costs no
-// allocation per batch once warm (header keys aside). Not safe for
-// concurrent use.
+// allocation per batch once warm (a header key is made a string once while
+// it stays among the last eight distinct ones). Not safe for concurrent
+// use.
 type BatchDecoder struct {
 	lim   Limits
 	batch Batch
@@ -69,6 +70,7 @@ type BatchDecoder struct {
 	hdrs  []RecordHeader
 	buf   []byte
 	zstd  *zstd.Decoder
+	keys  headerKeys
 }
 
 // NewBatchDecoder returns a decoder with the limits lim (zero fields take
@@ -158,7 +160,7 @@ func decodeBatch(b []byte, lim Limits, checkCRC bool, d *BatchDecoder) (*Batch, 
 		out.Records = recs
 		return out, nil
 	}
-	d.recs, d.hdrs, err = decodeRecordsInto(h, data, lim, d.recs, d.hdrs)
+	d.recs, d.hdrs, err = decodeRecordsInto(h, data, lim, d.recs, d.hdrs, &d.keys)
 	if err != nil {
 		return nil, fmt.Errorf("decode batch: %w", err)
 	}

@@ -485,21 +485,24 @@ func TestScannerAllocs(t *testing.T) {
 }
 
 // A warm BatchDecoder decodes without allocating per batch, compressed
-// (zstd) or not, when records carry no headers.
+// (zstd) or not, headers with recurring keys included.
 func TestBatchDecoderAllocs(t *testing.T) {
 	var batches [][]byte
 	for i := int64(0); i < 50; i++ {
-		s := NewBatchSpec(i*3, []Record{{Offset: i * 3, Timestamp: 1, Key: []byte("k"), Value: []byte("value value value value")}, {Offset: i*3 + 1, Timestamp: 2, Value: []byte("v")}, {Offset: i*3 + 2, Timestamp: 3, Key: []byte("k2")}})
+		hs := []RecordHeader{{Key: "trace-id", Value: []byte("abc")}, {Key: fmt.Sprintf("h%d", i%3), Value: nil}}
+		s := NewBatchSpec(i*3, []Record{{Offset: i * 3, Timestamp: 1, Key: []byte("k"), Value: []byte("value value value value"), Headers: hs}, {Offset: i*3 + 1, Timestamp: 2, Value: []byte("v")}, {Offset: i*3 + 2, Timestamp: 3, Key: []byte("k2")}})
 		if i%2 == 0 {
 			s.Codec = CodecZstd
 		}
 		batches = append(batches, mustEncode(t, s))
 	}
 	d := NewBatchDecoder(Limits{})
+	names := []string{"h0", "h1", "h2"}
 	decodeAll := func() {
 		for i, b := range batches {
 			got, err := d.Decode(b, false)
-			if err != nil || len(got.Records) != 3 || got.Records[0].Offset != int64(i*3) || string(got.Records[0].Value) != "value value value value" {
+			if err != nil || len(got.Records) != 3 || got.Records[0].Offset != int64(i*3) || string(got.Records[0].Value) != "value value value value" ||
+				len(got.Records[0].Headers) != 2 || got.Records[0].Headers[1].Key != names[i%3] {
 				t.Fatalf("batch %d: %v", i, err)
 			}
 		}

@@ -43,13 +43,13 @@ const minRecordSize = 7
 // [0, h.LastOffsetDelta]. Key, Value and header values of the result alias
 // data. Zero fields of lim take their DefaultLimits value.
 func DecodeRecords(h BatchHeader, data []byte, lim Limits) ([]Record, error) {
-	recs, _, err := decodeRecordsInto(h, data, lim.withDefaults(), nil, nil)
+	recs, _, err := decodeRecordsInto(h, data, lim.withDefaults(), nil, nil, nil)
 	return recs, err
 }
 
 // decodeRecordsInto is DecodeRecords reusing recs and hdrs (arenas for the
 // records and their headers; nil allocates). It returns both arenas, grown.
-func decodeRecordsInto(h BatchHeader, data []byte, lim Limits, recs []Record, hdrs []RecordHeader) ([]Record, []RecordHeader, error) {
+func decodeRecordsInto(h BatchHeader, data []byte, lim Limits, recs []Record, hdrs []RecordHeader, keys *headerKeys) ([]Record, []RecordHeader, error) {
 	count := int(h.RecordsCount)
 	if count < 0 {
 		return recs, hdrs, fmt.Errorf("decode records of batch at base offset %d: negative records count %d: %w", h.BaseOffset, count, ErrCorrupt)
@@ -73,7 +73,7 @@ func decodeRecordsInto(h BatchHeader, data []byte, lim Limits, recs []Record, hd
 	prevDelta := int32(-1)
 	for i := 0; i < count; i++ {
 		r := &recs[i]
-		n, err := decodeRecord(data[pos:], r, &hdrs)
+		n, err := decodeRecord(data[pos:], r, &hdrs, keys)
 		if err != nil {
 			return recs, hdrs, fmt.Errorf("decode records of batch at base offset %d: record %d at byte %d: %w", h.BaseOffset, i, pos, err)
 		}
@@ -99,7 +99,7 @@ func decodeRecordsInto(h BatchHeader, data []byte, lim Limits, recs []Record, hd
 // decodeRecord parses one length-prefixed record at the start of b into r
 // and returns the bytes it used. Its headers are appended to *hdrs and
 // r.Headers is their slice of it.
-func decodeRecord(b []byte, r *Record, hdrs *[]RecordHeader) (int, error) {
+func decodeRecord(b []byte, r *Record, hdrs *[]RecordHeader, keys *headerKeys) (int, error) {
 	length, n := readVarint(b)
 	if n <= 0 {
 		return 0, varintErr("length", n)
@@ -162,7 +162,7 @@ func decodeRecord(b []byte, r *Record, hdrs *[]RecordHeader) (int, error) {
 			if int(kl) > len(body)-p {
 				return 0, fmt.Errorf("header %d: key length %d exceeds the %d bytes left: %w", j, kl, len(body)-p, ErrCorrupt)
 			}
-			key := string(body[p : p+int(kl)])
+			key := keys.get(body[p : p+int(kl)])
 			p += int(kl)
 			var val []byte
 			if val, p, err = readNullableBytes(body, p, "value"); err != nil {
@@ -177,6 +177,29 @@ func decodeRecord(b []byte, r *Record, hdrs *[]RecordHeader) (int, error) {
 		return 0, fmt.Errorf("record body is %d bytes, length says %d: %w", p, len(body), ErrCorrupt)
 	}
 	return n + int(length), nil
+}
+
+// headerKeys remembers the last few distinct header keys, so that a decoder
+// reading batch after batch (where the same few header names repeat) makes
+// a string of each once. A nil *headerKeys makes a new string every time.
+type headerKeys struct {
+	ring [8]string
+	next int
+}
+
+func (k *headerKeys) get(b []byte) string {
+	if k == nil {
+		return string(b)
+	}
+	for _, s := range k.ring {
+		if s == string(b) { // compared without a copy
+			return s
+		}
+	}
+	s := string(b)
+	k.ring[k.next] = s
+	k.next = (k.next + 1) % len(k.ring)
+	return s
 }
 
 func readNullableBytes(body []byte, p int, what string) ([]byte, int, error) {

@@ -79,8 +79,9 @@ func zstdDecoder() (*zstd.Decoder, error) {
 
 // decompressZstd decodes a zstd block whose raw length the index gives
 // (at most MaxBlockRaw, checked by Open). The output must be exactly rawLen
-// bytes.
-func decompressZstd(stored []byte, rawLen uint32) ([]byte, error) {
+// bytes. It goes to dst when dst can hold rawLen bytes, else to a new
+// buffer of exactly that size.
+func decompressZstd(stored []byte, rawLen uint32, dst []byte) ([]byte, error) {
 	if rawLen == 0 || rawLen > MaxBlockRaw {
 		return nil, fmt.Errorf("raw length %d outside 1..%d", rawLen, MaxBlockRaw)
 	}
@@ -88,7 +89,10 @@ func decompressZstd(stored []byte, rawLen uint32) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zstd decoder: %w", err)
 	}
-	out, err := d.DecodeAll(stored, make([]byte, 0, rawLen))
+	if cap(dst) < int(rawLen) {
+		dst = make([]byte, 0, rawLen)
+	}
+	out, err := d.DecodeAll(stored, dst[:0:rawLen])
 	if err != nil {
 		return nil, fmt.Errorf("zstd: %w", err)
 	}

@@ -253,42 +253,53 @@ func (ix *Index) SeekBlock(offset int64) (int, error) {
 // byte slices alias stored or a fresh decompression buffer, never reused:
 // they stay valid, and must not be modified.
 func (ix *Index) DecodeBlock(i int, stored []byte) ([]Row, error) {
+	rows, _, err := ix.decodeBlock(i, stored, nil, nil)
+	return rows, err
+}
+
+// decodeBlock is DecodeBlock decoding into the reused buffers rows and raw
+// (nil: new ones), which it returns grown; the rows alias raw or stored.
+func (ix *Index) decodeBlock(i int, stored []byte, rows []Row, raw []byte) ([]Row, []byte, error) {
 	if i < 0 || i >= len(ix.entries) {
-		return nil, fmt.Errorf("ntc2: block %d: the view has %d blocks", i, len(ix.entries))
+		return rows, raw, fmt.Errorf("ntc2: block %d: the view has %d blocks", i, len(ix.entries))
 	}
 	e := &ix.entries[i]
 	if len(stored) != int(e.stored) {
-		return nil, blockCorrupt(i, CheckStructure, nil, "stored bytes are %d long, the index says %d", len(stored), e.stored)
+		return rows, raw, blockCorrupt(i, CheckStructure, nil, "stored bytes are %d long, the index says %d", len(stored), e.stored)
 	}
 	if got := crc32c(stored); got != e.crc {
-		return nil, blockCorrupt(i, CheckCRC, nil, "crc32c mismatch: stored 0x%08x, computed 0x%08x", e.crc, got)
+		return rows, raw, blockCorrupt(i, CheckCRC, nil, "crc32c mismatch: stored 0x%08x, computed 0x%08x", e.crc, got)
 	}
-	raw := stored
+	plain := stored
 	if e.codec == CodecZstd {
-		var err error
-		if raw, err = decompressZstd(stored, e.raw); err != nil {
-			return nil, blockCorrupt(i, CheckDecode, err, "cannot rebuild the raw bytes")
+		out, err := decompressZstd(stored, e.raw, raw)
+		if err != nil {
+			return rows, raw, blockCorrupt(i, CheckDecode, err, "cannot rebuild the raw bytes")
 		}
+		plain, raw = out, out
 	}
-	rows := make([]Row, e.rows)
-	d := rowDecoder{raw: raw, ctx: rowCtx{first: true, base: ix.footer.Base}}
+	if cap(rows) < int(e.rows) {
+		rows = make([]Row, e.rows)
+	}
+	rows = rows[:e.rows]
+	d := rowDecoder{raw: plain, ctx: rowCtx{first: true, base: ix.footer.Base}}
 	maxTS := int64(-1 << 63)
 	for j := range rows {
 		if err := d.next(&rows[j]); err != nil {
-			return nil, blockCorrupt(i, CheckDecode, err, "row %d of %d", j, e.rows)
+			return rows, raw, blockCorrupt(i, CheckDecode, err, "row %d of %d", j, e.rows)
 		}
 		maxTS = max(maxTS, rows[j].Timestamp)
 	}
-	if d.pos != len(raw) {
-		return nil, blockCorrupt(i, CheckDecode, nil, "%d bytes after the last of %d rows", len(raw)-d.pos, e.rows)
+	if d.pos != len(plain) {
+		return rows, raw, blockCorrupt(i, CheckDecode, nil, "%d bytes after the last of %d rows", len(plain)-d.pos, e.rows)
 	}
 	if first, last := rows[0].Offset, rows[len(rows)-1].Offset; first != e.first || last != e.last {
-		return nil, blockCorrupt(i, CheckDecode, nil, "rows span offsets %d..%d, the index says %d..%d", first, last, e.first, e.last)
+		return rows, raw, blockCorrupt(i, CheckDecode, nil, "rows span offsets %d..%d, the index says %d..%d", first, last, e.first, e.last)
 	}
 	if maxTS != e.maxTS {
-		return nil, blockCorrupt(i, CheckDecode, nil, "largest timestamp %d, the index says %d", maxTS, e.maxTS)
+		return rows, raw, blockCorrupt(i, CheckDecode, nil, "largest timestamp %d, the index says %d", maxTS, e.maxTS)
 	}
-	return rows, nil
+	return rows, raw, nil
 }
 
 // Reader reads a whole object held in memory.
@@ -397,8 +408,12 @@ func (r *Reader) Verify() []Finding {
 	keys := newKeySet(min(r.footer.Keys, 1<<20))
 	var tombstones int64
 	ok := true
+	var rows []Row // reused from block to block, with raw
+	var raw []byte
 	for i := range r.entries {
-		rows, err := r.Block(i)
+		e := &r.entries[i]
+		var err error
+		rows, raw, err = r.decodeBlock(i, r.data[e.off:e.off+uint64(e.stored)], rows, raw)
 		if err != nil {
 			out = append(out, FindingOf(err))
 			ok = false

@@ -22,8 +22,8 @@ import (
 // The compaction benchmark streams: the demo's customers-0 (keyed updates
 // and tombstones, a fifth as many keys as records, a quarter of the batches
 // zstd) on the embedded default, in two shapes: the demo's own small
-// batches (up to 10 records, objects of about 9 KiB) and a busy producer's
-// (batches of 101 to 200 records, objects of about 300 KiB).
+// batches (up to 10 records, objects of about 18 KiB) and a busy producer's
+// (batches of 101 to 200 records, objects of about 420 KiB).
 // NEREUS_BENCH_RECORDS sets the size (default 1,000,000 records).
 type benchStream struct {
 	once sync.Once

@@ -17,3 +17,11 @@ func LockPath(f *File, key string) string {
 
 // LockOwner is this process's lock owner identity.
 func LockOwner() string { return lockOwner() }
+
+// SetMaxDirsCached changes how many folder handles a File keeps, and
+// returns a func restoring it.
+func SetMaxDirsCached(n int) func() {
+	old := maxDirsCached
+	maxDirsCached = n
+	return func() { maxDirsCached = old }
+}

@@ -106,6 +106,10 @@ const (
 	maxDigestCached = 1 << 14
 )
 
+// maxDirsCached bounds the folder handles a File keeps open (a variable
+// for the tests, which churn through the cache).
+var maxDirsCached = 4096
+
 // NewFile opens the file:// store rooted at the existing directory root
 // (relative paths are taken from the working directory). It does not create
 // the directory: a mistyped path must not look like an empty store. Use
@@ -219,7 +223,7 @@ func (f *File) dirFile(dir string) *os.File {
 	}
 	f.dirMu.Lock()
 	defer f.dirMu.Unlock()
-	if f.dirFiles == nil || len(f.dirFiles) > 4096 {
+	if f.dirFiles == nil || len(f.dirFiles) > maxDirsCached {
 		for _, old := range f.dirFiles {
 			old.Close()
 		}
@@ -262,7 +266,7 @@ func (f *File) openRead(key string) (*os.File, error) {
 			return f.root.Open(key) // report the error as the store root sees it
 		}
 		f.dirMu.Lock()
-		if f.dirs == nil || len(f.dirs) > 4096 {
+		if f.dirs == nil || len(f.dirs) > maxDirsCached {
 			for _, old := range f.dirs {
 				old.Close()
 			}

@@ -89,7 +89,20 @@ func (f *File) fastGetInto(key string, r *Range, buf []byte) ([]byte, bool) {
 	if d == nil {
 		return nil, false
 	}
-	fd, err := unix.Openat(int(d.Fd()), name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
+	// Through the handle's RawConn: the folder's descriptor stays valid
+	// while openat runs even if another goroutine drops it from the cache
+	// and closes it meanwhile (a raw Fd() could be closed and reused).
+	rc, err := d.SyscallConn()
+	if err != nil {
+		return nil, false
+	}
+	fd := -1
+	cerr := rc.Control(func(dfd uintptr) {
+		fd, err = unix.Openat(int(dfd), name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
+	})
+	if cerr != nil {
+		return nil, false // closed meanwhile: the general path
+	}
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
 			f.forgetDir(dir, d) // the folder may have been made again

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -395,5 +396,50 @@ func TestFileCrossProcessChild(t *testing.T) {
 			t.Fatal(err)
 		}
 		fmt.Printf("CHILD WROTE %d\n", n)
+	}
+}
+
+// TestFileConcurrentReadsThroughCacheChurn: readers in parallel over more
+// folders than the handle cache keeps (so handles are dropped and closed
+// while others read through them) always get each object's own bytes.
+func TestFileConcurrentReadsThroughCacheChurn(t *testing.T) {
+	defer store.SetMaxDirsCached(4)()
+	f, err := store.NewFile(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const dirs = 24
+	for i := 0; i < dirs; i++ {
+		key := fmt.Sprintf("d%02d/obj", i)
+		if _, err := f.Put(ctx, key, []byte(key), store.None()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			var buf []byte
+			for n := 0; n < 400; n++ {
+				key := fmt.Sprintf("d%02d/obj", (w*7+n)%dirs)
+				got, err := store.GetInto(ctx, f, key, buf)
+				if err == nil && string(got) != key {
+					err = fmt.Errorf("read %s: got %q", key, got)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				buf = got
+			}
+		}(w)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
 	}
 }

@@ -291,6 +291,10 @@ func (f *File) openRead(key string) (*os.File, error) {
 		f.dirMu.Unlock()
 		return f.root.Open(key)
 	}
+	if err != nil && errors.Is(err, fs.ErrClosed) {
+		// Dropped from the cache and closed by another goroutine.
+		return f.root.Open(key)
+	}
 	return fh, err
 }
 

@@ -400,8 +400,9 @@ func TestFileCrossProcessChild(t *testing.T) {
 }
 
 // TestFileConcurrentReadsThroughCacheChurn: readers in parallel over more
-// folders than the handle cache keeps (so handles are dropped and closed
-// while others read through them) always get each object's own bytes.
+// folders than the handle caches keep (so handles are dropped and closed
+// while others read through them) always get each object's own bytes, on
+// the fast read path and on the general one (Head).
 func TestFileConcurrentReadsThroughCacheChurn(t *testing.T) {
 	defer store.SetMaxDirsCached(4)()
 	f, err := store.NewFile(t.TempDir())
@@ -425,7 +426,20 @@ func TestFileConcurrentReadsThroughCacheChurn(t *testing.T) {
 			var buf []byte
 			for n := 0; n < 400; n++ {
 				key := fmt.Sprintf("d%02d/obj", (w*7+n)%dirs)
-				got, err := store.GetInto(ctx, f, key, buf)
+				var got []byte
+				var err error
+				switch n % 3 {
+				case 0:
+					got, err = store.GetInto(ctx, f, key, buf)
+				case 1:
+					got, err = f.Get(ctx, key, &store.Range{Offset: 0, Length: -1})
+				default:
+					var info store.ObjectInfo // the general path (Head)
+					if info, err = f.Head(ctx, key); err == nil && info.Size != int64(len(key)) {
+						err = fmt.Errorf("head %s: size %d", key, info.Size)
+					}
+					got = []byte(key)
+				}
 				if err == nil && string(got) != key {
 					err = fmt.Errorf("read %s: got %q", key, got)
 				}

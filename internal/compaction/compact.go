@@ -350,15 +350,22 @@ func activate(ctx context.Context, st store.Store, b *layout.Binding, p *Plan, m
 
 // publish writes g under the first free generation number, unless a
 // generation with the same content (objects, sources, range, parameters)
-// exists already, which it reuses.
+// exists already, which it reuses. Such a generation (a crashed run's) was
+// published after every one of its sources: only the generations above
+// the newest source are read.
 func publish(ctx context.Context, st store.Store, g *layout.Generation) (int64, string, error) {
 	gens, err := layout.ListGenerations(ctx, st, g.StreamID)
 	if err != nil {
 		return 0, "", err
 	}
-	next := int64(0)
-	for i := len(gens) - 1; i >= 0; i-- {
-		next = max(next, gens[i]+1)
+	next, newestSource := int64(0), int64(-1)
+	if len(gens) > 0 {
+		next = gens[len(gens)-1] + 1 // listed in ascending order
+	}
+	for _, s := range g.Sources {
+		newestSource = max(newestSource, s.Gen)
+	}
+	for i := len(gens) - 1; i >= 0 && gens[i] > newestSource; i-- {
 		old, sum, err := layout.LoadGeneration(ctx, st, g.StreamID, gens[i])
 		if err != nil {
 			return 0, "", err

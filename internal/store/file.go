@@ -680,6 +680,12 @@ func (f *File) ListAfter(ctx context.Context, prefix, startAfter string) ([]Obje
 				if dir != "." {
 					p = dir + "/" + n
 				}
+				// Drop what sorts before startAfter (with all under it)
+				// before sorting: a tail listing of a big folder sorts
+				// only its tail.
+				if p <= startAfter && p+"/" < startAfter && !strings.HasPrefix(startAfter, p+"/") {
+					continue
+				}
 				ents = append(ents, dirEntry{name: n, info: func() (fs.FileInfo, error) { return f.root.Lstat(p) }})
 			}
 		}

@@ -3,8 +3,7 @@
 // the microseconds per page. bench/run.sh reports it next to the
 // compaction figures, whose end-to-end (CLI) run touches some 50 MiB of
 // fresh memory: on a virtual machine whose memory the host backs lazily
-// this is far from free (about 13 us a page here, against well under 1 us
-// on bare metal).
+// this is far from free (about 13 us a page on this project's VM).
 package main
 
 import (

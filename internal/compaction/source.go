@@ -93,7 +93,7 @@ func (p *Plan) iterate(ctx context.Context, st store.Store, lo, hi int64, stats 
 			if err != nil {
 				return fmt.Errorf("%w: %s: %v", ErrSourceChanged, o.Key, err)
 			}
-			for i := 0; i < r.Footer().Blocks; i++ {
+			for i, blocks := 0, r.Footer().Blocks; i < blocks; i++ {
 				rows, err := r.Block(i)
 				if err != nil {
 					return fmt.Errorf("%w: %s: %v", ErrSourceChanged, o.Key, err)

@@ -153,18 +153,14 @@ func decodeBatch(b []byte, lim Limits, checkCRC bool, d *BatchDecoder) (*Batch, 
 		}
 	}
 	if d == nil {
-		recs, err := DecodeRecords(h, data, lim)
-		if err != nil {
-			return nil, fmt.Errorf("decode batch: %w", err)
-		}
-		out.Records = recs
-		return out, nil
+		out.Records, _, err = decodeRecordsInto(h, data, lim, nil, nil, nil)
+	} else {
+		d.recs, d.hdrs, err = decodeRecordsInto(h, data, lim, d.recs, d.hdrs, &d.keys)
+		out.Records = d.recs
 	}
-	d.recs, d.hdrs, err = decodeRecordsInto(h, data, lim, d.recs, d.hdrs, &d.keys)
 	if err != nil {
 		return nil, fmt.Errorf("decode batch: %w", err)
 	}
-	out.Records = d.recs
 	return out, nil
 }
 

@@ -80,14 +80,11 @@ type File struct {
 	mu    sync.Mutex
 	cache map[string]digestEntry
 
-	// dirs caches an os.Root per folder of objects, so that opening
-	// streams/<sid>/objects/<key> costs one openat instead of a walk of
-	// every path component (os.Root resolves each one safely).
-	dirMu sync.Mutex
-	dirs  map[string]*os.Root
-	// dirFiles caches an open handle per folder of objects for the read
-	// fast path (file_linux.go: openat(2) of the last segment with
-	// O_NOFOLLOW, fstat, pread, close — no poller registration).
+	// dirFiles caches an open handle per folder of objects (opened
+	// through the root), so that opening streams/<sid>/objects/<key>
+	// costs one openat(2) of the last segment with O_NOFOLLOW instead of
+	// a walk of every path component (file_linux.go).
+	dirMu    sync.Mutex
 	dirFiles map[string]*os.File
 }
 
@@ -150,13 +147,10 @@ func (f *File) Dir() string { return f.dir }
 // Close releases the root directory handle.
 func (f *File) Close() error {
 	f.dirMu.Lock()
-	for _, r := range f.dirs {
-		r.Close()
-	}
 	for _, d := range f.dirFiles {
 		d.Close()
 	}
-	f.dirs, f.dirFiles = nil, nil
+	f.dirFiles = nil
 	f.dirMu.Unlock()
 	return f.root.Close()
 }
@@ -248,54 +242,14 @@ func (f *File) forgetDir(dir string, d *os.File) {
 	}
 }
 
-// openRead opens key for reading through the cached root of its folder.
-// A stale cached folder (removed meanwhile) is dropped and the open retried
-// through the store root.
+// openRead opens key for reading: through the cached handle of its folder
+// (openInFolder), else through the store root, which follows symlinks that
+// stay inside it and reports any error as the root sees it.
 func (f *File) openRead(key string) (*os.File, error) {
-	i := strings.LastIndexByte(key, '/')
-	if i < 0 {
-		return f.root.Open(key)
+	if fh, ok := f.openInFolder(key); ok {
+		return fh, nil
 	}
-	dir, name := key[:i], key[i+1:]
-	f.dirMu.Lock()
-	r := f.dirs[dir]
-	f.dirMu.Unlock()
-	if r == nil {
-		var err error
-		if r, err = f.root.OpenRoot(dir); err != nil {
-			return f.root.Open(key) // report the error as the store root sees it
-		}
-		f.dirMu.Lock()
-		if f.dirs == nil || len(f.dirs) > maxDirsCached {
-			for _, old := range f.dirs {
-				old.Close()
-			}
-			f.dirs = map[string]*os.Root{}
-		}
-		if cur := f.dirs[dir]; cur != nil {
-			r.Close()
-			r = cur
-		} else {
-			f.dirs[dir] = r
-		}
-		f.dirMu.Unlock()
-	}
-	fh, err := r.Open(name)
-	if err != nil && errors.Is(err, fs.ErrNotExist) {
-		// The folder may have been removed and made again: forget it.
-		f.dirMu.Lock()
-		if f.dirs[dir] == r {
-			delete(f.dirs, dir)
-			r.Close()
-		}
-		f.dirMu.Unlock()
-		return f.root.Open(key)
-	}
-	if err != nil && errors.Is(err, fs.ErrClosed) {
-		// Dropped from the cache and closed by another goroutine.
-		return f.root.Open(key)
-	}
-	return fh, err
+	return f.root.Open(key)
 }
 
 // stat opens key and returns its info with digests.
@@ -329,10 +283,16 @@ func (f *File) Get(ctx context.Context, key string, r *Range) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if data, ok := f.fastGet(key, r); ok {
+	if data, ok := f.readInFolder(key, r, nil); ok {
 		return data, nil
 	}
-	fh, err := f.openRead(key)
+	return f.getGeneral(key, r)
+}
+
+// getGeneral is Get through the store root, for what the fast read in the
+// folder did not take (a symlink, a missing key, a folder, an I/O error).
+func (f *File) getGeneral(key string, r *Range) ([]byte, error) {
+	fh, err := f.root.Open(key)
 	if err != nil {
 		return nil, mapErr("get", key, err)
 	}
@@ -347,19 +307,25 @@ func (f *File) Get(ctx context.Context, key string, r *Range) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("get %s: not a regular file", key)
 	}
-	size := fi.Size()
-	lo, hi := int64(0), size
+	lo, hi := rangeBounds(fi.Size(), r)
+	buf := make([]byte, hi-lo)
+	if _, err := io.ReadFull(io.NewSectionReader(fh, lo, hi-lo), buf); err != nil {
+		return nil, fmt.Errorf("get %s: %w", key, err)
+	}
+	return buf, nil
+}
+
+// rangeBounds is the byte range [lo, hi) that r selects in an object of
+// size bytes (all of it for nil).
+func rangeBounds(size int64, r *Range) (lo, hi int64) {
+	lo, hi = 0, size
 	if r != nil {
 		lo = min(max(r.Offset, 0), size)
 		if r.Length >= 0 && r.Length < hi-lo {
 			hi = lo + r.Length
 		}
 	}
-	buf := make([]byte, hi-lo)
-	if _, err := io.ReadFull(io.NewSectionReader(fh, lo, hi-lo), buf); err != nil {
-		return nil, fmt.Errorf("get %s: %w", key, err)
-	}
-	return buf, nil
+	return lo, hi
 }
 
 // GetInto is Get of the whole object into buf (IntoGetter).
@@ -370,10 +336,10 @@ func (f *File) GetInto(ctx context.Context, key string, buf []byte) ([]byte, err
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if data, ok := f.fastGetInto(key, nil, buf); ok {
+	if data, ok := f.readInFolder(key, nil, buf); ok {
 		return data, nil
 	}
-	return f.Get(ctx, key, nil)
+	return f.getGeneral(key, nil)
 }
 
 func (f *File) Put(ctx context.Context, key string, data []byte, g Guard) (ObjectInfo, error) {

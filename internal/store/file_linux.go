@@ -69,44 +69,59 @@ func pidAlive(pid int) bool {
 	return err == nil || errors.Is(err, unix.EPERM)
 }
 
-// fastGet reads key (or the range r of it) with raw system calls through
-// the cached handle of its folder: openat(2) of the last key segment with
-// O_NOFOLLOW (a symlink is refused, so nothing outside the root is read),
-// fstat, pread, close. Any failure returns ok false and the caller takes
-// the general path, which reports the error as the store root sees it.
-func (f *File) fastGet(key string, r *Range) ([]byte, bool) {
-	return f.fastGetInto(key, r, nil)
-}
-
-// fastGetInto is fastGet reading into buf[:0] (grown when too small).
-func (f *File) fastGetInto(key string, r *Range, buf []byte) ([]byte, bool) {
+// openFD opens the last segment of key through the cached handle of its
+// folder: openat(2) with O_NOFOLLOW, so a symlink is refused here (the
+// store root's general path decides about it) and nothing outside the root
+// is reached. ok is false on any failure; the caller then takes the
+// general path, which reports errors as the store root sees them.
+func (f *File) openFD(key string) (int, bool) {
 	i := strings.LastIndexByte(key, '/')
 	if i < 0 {
-		return nil, false
+		return -1, false
 	}
 	dir, name := key[:i], key[i+1:]
 	d := f.dirFile(dir)
 	if d == nil {
-		return nil, false
+		return -1, false
 	}
 	// Through the handle's RawConn: the folder's descriptor stays valid
 	// while openat runs even if another goroutine drops it from the cache
 	// and closes it meanwhile (a raw Fd() could be closed and reused).
 	rc, err := d.SyscallConn()
 	if err != nil {
-		return nil, false
+		return -1, false
 	}
 	fd := -1
 	cerr := rc.Control(func(dfd uintptr) {
 		fd, err = unix.Openat(int(dfd), name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
 	})
 	if cerr != nil {
-		return nil, false // closed meanwhile: the general path
+		return -1, false // closed meanwhile
 	}
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
 			f.forgetDir(dir, d) // the folder may have been made again
 		}
+		return -1, false
+	}
+	return fd, true
+}
+
+// openInFolder is openFD as an *os.File (Head, digests).
+func (f *File) openInFolder(key string) (*os.File, bool) {
+	fd, ok := f.openFD(key)
+	if !ok {
+		return nil, false
+	}
+	return os.NewFile(uintptr(fd), key), true
+}
+
+// readInFolder reads key (or the range r of it) into buf[:0] (grown when
+// too small) with raw system calls: openFD, fstat, pread, close. ok is
+// false on any failure, for the general path to decide.
+func (f *File) readInFolder(key string, r *Range, buf []byte) ([]byte, bool) {
+	fd, ok := f.openFD(key)
+	if !ok {
 		return nil, false
 	}
 	defer unix.Close(fd)
@@ -114,14 +129,7 @@ func (f *File) fastGetInto(key string, r *Range, buf []byte) ([]byte, bool) {
 	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, false
 	}
-	size := st.Size
-	lo, hi := int64(0), size
-	if r != nil {
-		lo = min(max(r.Offset, 0), size)
-		if r.Length >= 0 && r.Length < hi-lo {
-			hi = lo + r.Length
-		}
-	}
+	lo, hi := rangeBounds(st.Size, r)
 	if int64(cap(buf)) < hi-lo {
 		buf = make([]byte, hi-lo)
 	}

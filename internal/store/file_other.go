@@ -22,8 +22,8 @@ func pidNamespace() string { return "" }
 
 func pidAlive(int) bool { return true }
 
-// fastGetInto has no fast path here.
-func (f *File) fastGetInto(string, *Range, []byte) ([]byte, bool) { return nil, false }
+// openInFolder has no fast path here: opens go through the store root.
+func (f *File) openInFolder(string) (*os.File, bool) { return nil, false }
 
-// fastGet has no fast path here.
-func (f *File) fastGet(string, *Range) ([]byte, bool) { return nil, false }
+// readInFolder has no fast path here.
+func (f *File) readInFolder(string, *Range, []byte) ([]byte, bool) { return nil, false }

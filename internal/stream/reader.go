@@ -98,17 +98,10 @@ func ReadObject(ctx context.Context, st store.Store, o layout.StreamObject) ([]b
 	return ReadObjectInto(ctx, st, o, nil)
 }
 
-// ReadObjectInto is ReadObject reading into buf (store.GetInto) when it
-// is not nil: the result may alias buf, for a caller reading objects one
-// after another.
+// ReadObjectInto is ReadObject reading into buf (store.GetInto): the
+// result may alias buf, for a caller reading objects one after another.
 func ReadObjectInto(ctx context.Context, st store.Store, o layout.StreamObject, buf []byte) ([]byte, error) {
-	var data []byte
-	var err error
-	if buf != nil {
-		data, err = store.GetInto(ctx, st, o.Key, buf)
-	} else {
-		data, err = st.Get(ctx, o.Key, nil)
-	}
+	data, err := store.GetInto(ctx, st, o.Key, buf)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", o.Key, err)
 	}

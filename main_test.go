@@ -76,7 +76,7 @@ func scriptStore(ts *testscript.TestScript, keyArg string) (store.Store, string)
 
 // TestScripts runs the operator workflows under testdata/script against the
 // real main, on the embedded default (file://) store. Each script gets
-// $FIXTURES (../shared/fixtures/kafka) and a fresh $WORK.
+// $FIXTURES (testdata/kafka) and a fresh $WORK.
 func TestScripts(t *testing.T) {
 	testscript.Run(t, fileParams("testdata/script"))
 }
@@ -93,7 +93,7 @@ func fileParams(dir string) testscript.Params {
 		UpdateScripts: *update,
 		Cmds:          storeCmds,
 		Setup: func(e *testscript.Env) error {
-			fix, err := filepath.Abs(filepath.Join("..", "shared", "fixtures", "kafka"))
+			fix, err := filepath.Abs(filepath.Join("testdata", "kafka"))
 			if err != nil {
 				return err
 			}

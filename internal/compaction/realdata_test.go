@@ -24,9 +24,9 @@ import (
 // still decodes as a coordinator record.
 func TestCompactRealConsumerOffsets(t *testing.T) {
 	ctx := context.Background()
-	dir := filepath.Join("..", "..", "..", "shared", "fixtures", "kafka", "kafka-uncompacted", "__consumer_offsets-18")
+	dir := filepath.Join("..", "..", "testdata", "kafka", "kafka-uncompacted", "__consumer_offsets-18")
 	if _, err := os.Stat(dir); err != nil {
-		t.Fatalf("fixture missing (../shared must sit beside the repository): %v", err)
+		t.Fatalf("fixture missing (testdata/kafka, see its README): %v", err)
 	}
 	// The model: the latest record per key, straight from the .log file.
 	data, err := os.ReadFile(filepath.Join(dir, "00000000000000000000.log"))

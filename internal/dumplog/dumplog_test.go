@@ -17,7 +17,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/stream"
 )
 
-const fixtureRoot = "../../../shared/fixtures/kafka"
+const fixtureRoot = "../../testdata/kafka"
 
 // testStream writes a small stream of varied batches and returns its
 // binding:

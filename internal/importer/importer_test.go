@@ -20,9 +20,8 @@ import (
 	"github.com/nereusctl/nereusctl/internal/stream"
 )
 
-// fixtureRoot is the shared fixtures folder (the repository sits beside
-// ../shared).
-const fixtureRoot = "../../../shared/fixtures/kafka"
+// fixtureRoot is the repository's real Kafka fixtures (testdata/kafka).
+const fixtureRoot = "../../testdata/kafka"
 
 // fixtureDirs lists every fixture partition directory that has a .log file.
 func fixtureDirs(t testing.TB) []string {
@@ -32,7 +31,7 @@ func fixtureDirs(t testing.TB) []string {
 		t.Fatal(err)
 	}
 	if len(logs) == 0 {
-		t.Fatalf("no fixture logs under %s (the repository must sit beside ../shared)", fixtureRoot)
+		t.Fatalf("no fixture logs under %s (testdata/kafka, see its README)", fixtureRoot)
 	}
 	seen := map[string]bool{}
 	var dirs []string

@@ -12,17 +12,16 @@ import (
 	"testing"
 )
 
-// fixtureRoot is the shared fixtures folder: the repository root sits
-// beside ../shared (CI clones the repository next to it), and this package
-// is internal/kafka below the root.
-const fixtureRoot = "../../../shared/fixtures/kafka"
+// fixtureRoot is the repository's real Kafka fixtures (testdata/kafka, with
+// a README of their origin); this package is internal/kafka below the root.
+const fixtureRoot = "../../testdata/kafka"
 
 // fixtureFiles lists fixture files whose base name matches pattern, and
 // fails the test when the fixtures are missing: they are required.
 func fixtureFiles(t testing.TB, match func(name string) bool) []string {
 	t.Helper()
 	if _, err := os.Stat(fixtureRoot); err != nil {
-		t.Fatalf("fixtures not found at %s (the repository must sit beside ../shared): %v", fixtureRoot, err)
+		t.Fatalf("fixtures not found at %s (testdata/kafka, see its README): %v", fixtureRoot, err)
 	}
 	var out []string
 	err := filepath.WalkDir(fixtureRoot, func(path string, d os.DirEntry, err error) error {

@@ -20,10 +20,10 @@ import (
 // producer in a .snapshot).
 func TestReplayMatchesBrokerSnapshots(t *testing.T) {
 	ctx := context.Background()
-	root := filepath.Join("..", "..", "..", "shared", "fixtures", "kafka")
+	root := filepath.Join("..", "..", "testdata", "kafka")
 	dirs, err := filepath.Glob(filepath.Join(root, "*", "*-*"))
 	if err != nil || len(dirs) == 0 {
-		t.Fatalf("no fixtures under %s (../shared must sit beside the repository): %v", root, err)
+		t.Fatalf("no fixtures under %s (testdata/kafka, see its README): %v", root, err)
 	}
 	checked := 0
 	for _, dir := range dirs {

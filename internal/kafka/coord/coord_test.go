@@ -15,9 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// fixtureRoot is the shared fixtures folder: the repository sits beside
-// ../shared and this package is internal/kafka/coord below its root.
-const fixtureRoot = "../../../../shared/fixtures/kafka"
+// fixtureRoot is the repository's real Kafka fixtures (testdata/kafka);
+// this package is internal/kafka/coord below the root.
+const fixtureRoot = "../../../testdata/kafka"
 
 type fixtureRecord struct {
 	file       string
@@ -31,7 +31,7 @@ func offsetsFixtureRecords(t testing.TB) (map[string][]fixtureRecord, map[string
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(fixtureRoot, "*", "__consumer_offsets-*", "*.log"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no __consumer_offsets fixtures under %s (the repository must sit beside ../shared): %v", fixtureRoot, err)
+		t.Fatalf("no __consumer_offsets fixtures under %s (testdata/kafka, see its README): %v", fixtureRoot, err)
 	}
 	sort.Strings(files)
 	recs := map[string][]fixtureRecord{}

@@ -38,7 +38,7 @@ func requests(t *testing.T, env map[string]string, args ...string) (int, string)
 }
 
 // TestRequestEconomyS3 measures what commands cost in S3 requests against
-// versitygw (DESIGN §13: every command reports its counts; status and
+// versitygw (docs/design.md §13: every command reports its counts; status and
 // trim --dry-run are O(1) per partition once checkpoints are fresh) and
 // keeps them within bounds.
 func TestRequestEconomyS3(t *testing.T) {

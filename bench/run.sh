@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # nereusctl benchmark suite: builds the binary, makes fresh demo streams on
 # the embedded default (file://) and prints every performance target of
-# DESIGN §13 next to its measured ratio. Targets are ratios against a
+# docs/design.md §13 next to its measured ratio. Targets are ratios against a
 # baseline measured in the same run (cat, sha256sum), never absolute times.
 #
 #   bash bench/run.sh                  # 1M-record streams (several minutes)

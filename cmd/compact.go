@@ -26,7 +26,7 @@ func newCompactCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "compact (TOPIC-PARTITION... | --all) [--dry-run] [--now RFC3339] [--max-memory BYTES]",
 		Short: "Offline key compaction into an NTC2 view, published as a TOPIC_COMPACTED generation",
-		Long: `Compact a partition whose cleanup.policy contains compact (DESIGN §8):
+		Long: `Compact a partition whose cleanup.policy contains compact (docs/design.md §8):
   1 freeze the closed segments below the LSO (and older than
     min.compaction.lag.ms) after the previous compacted set, the HW, LSO and
     the exact source generations by manifest digest;

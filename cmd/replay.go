@@ -20,7 +20,7 @@ func newReplayCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "replay TOPIC-PARTITION",
 		Short: "Restart replay: checkpoint plus tail, or a full replay; compare the two",
-		Long: `Run the restart replay a broker runs (DESIGN §6): read the head, choose the
+		Long: `Run the restart replay a broker runs (docs/design.md §6): read the head, choose the
 newest checkpoint that does not lead the head and whose anchor object digest
 matches the stream, verify it (object, CRCs, root, binding reference),
 hydrate it, replay the COMMITTED tail to the head, apply the durable trim,

@@ -28,7 +28,7 @@ topic's cleanup.policy must contain delete (else POLICY_VIOLATION); any
 offset works, not only a segment boundary; the log start never moves back.
 A consumer group's committed offset is never a floor.
 
-The durable sequence (DESIGN §7): publish the pre-trim NKC1 checkpoint, CAS
+The durable sequence (docs/design.md §7): publish the pre-trim NKC1 checkpoint, CAS
 the stream head's trim, read it back, CAS the binding's observed_log_start
 and checkpoint_ref. Physical deletion is left to 'nereusctl gc'. Rerunning
 the same trim after a crash or a lost response finishes the sequence with no

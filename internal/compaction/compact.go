@@ -1,4 +1,4 @@
-// Package compaction owns offline key compaction (DESIGN §8): freezing the
+// Package compaction owns offline key compaction (docs/design.md §8): freezing the
 // inputs, the bounded-memory scan for the latest offset per key, emitting
 // the NTC2 view, publishing the TOPIC_COMPACTED generation and activating
 // the binding's compacted coverage — plus the READ_COMMITTED read path that
@@ -191,7 +191,7 @@ func Freeze(ctx context.Context, st store.Store, b *layout.Binding, nowMs int64)
 	return p, reason, nil
 }
 
-// Compact runs the seven steps of DESIGN §8 for one binding. A rerun after a
+// Compact runs the seven steps of docs/design.md §8 for one binding. A rerun after a
 // crash at any step resumes the task with its frozen inputs (same bytes,
 // same generation) or, when a source changed, restarts cleanly.
 func Compact(ctx context.Context, st store.Store, b *layout.Binding, o Options) (*Result, error) {

@@ -1,4 +1,4 @@
-// Package demo owns the demo cluster (DESIGN §12): a deterministic, realistic
+// Package demo owns the demo cluster (docs/design.md §12): a deterministic, realistic
 // set of partitions written into a store exactly the way a broker would —
 // idempotent and transactional producers, a compacted topic, real
 // __consumer_offsets and __transaction_state records, several leader epochs,

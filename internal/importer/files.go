@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// Caps on what the importer reads from a Kafka directory (DESIGN §14).
+// Caps on what the importer reads from a Kafka directory (docs/design.md §14).
 const (
 	// DefaultMaxSegmentBytes caps one .log file: Kafka's segment.bytes is
 	// an int, so no broker writes a larger segment.

@@ -29,7 +29,7 @@ func (b *Binding) CheckNotBlocked() error {
 	return nil
 }
 
-// MaxDocumentBytes caps every JSON document read from a store (DESIGN §14).
+// MaxDocumentBytes caps every JSON document read from a store (docs/design.md §14).
 const MaxDocumentBytes = 4 << 20
 
 // Coverage states of a binding's compacted coverage.

@@ -1,4 +1,4 @@
-// Package layout owns layout v1 of a Nereus store (DESIGN §3): the object
+// Package layout owns layout v1 of a Nereus store (docs/design.md §3): the object
 // keys, the JSON documents (binding, stream head, generation manifest,
 // quarantine record, lease) with their validation and JSON schemas, and the
 // guarded read-modify-write helpers for the mutable ones.

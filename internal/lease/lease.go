@@ -1,5 +1,5 @@
 // Package lease owns the store leases that exclude concurrent long jobs
-// (DESIGN §10): created IfAbsent, renewed IfMatch, taken over IfMatch once
+// (docs/design.md §10): created IfAbsent, renewed IfMatch, taken over IfMatch once
 // expired, released with a conditional delete. Two cron jobs never work on
 // the same thing at once; a crashed holder's lease expires.
 package lease

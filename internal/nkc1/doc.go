@@ -1,4 +1,4 @@
-// Package nkc1 owns the NKC1 checkpoint format (DESIGN §5,
+// Package nkc1 owns the NKC1 checkpoint format (docs/design.md §5,
 // docs/formats/nkc1.md): the byte layout of an immutable, deterministic
 // checkpoint of one partition's derived state, its section table, per-section
 // CRC-32C and SHA-256, optional zstd compression, and the root digest.

@@ -16,7 +16,7 @@ import (
 )
 
 // Anchor says where a checkpoint stands in its stream: the stable-head
-// anchor of DESIGN §5.
+// anchor of docs/design.md §5.
 type Anchor struct {
 	StreamID  string `json:"stream_id"`
 	TopicID   string `json:"topic_id"`

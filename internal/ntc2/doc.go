@@ -1,4 +1,4 @@
-// Package ntc2 owns the NTC2 compacted-view format (DESIGN §3 and §8,
+// Package ntc2 owns the NTC2 compacted-view format (docs/design.md §3 and §8,
 // docs/formats/ntc2.md): the byte layout of one immutable object of a
 // TOPIC_COMPACTED generation, holding the rows offline key compaction kept
 // for an offset range [Base, End) of one partition, sparse (offsets keep

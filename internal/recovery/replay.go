@@ -1,5 +1,5 @@
 // Package recovery owns bounded restart replay and NKC1 checkpoint
-// management (DESIGN §5, §6): choosing a checkpoint that does not lead the
+// management (docs/design.md §5, §6): choosing a checkpoint that does not lead the
 // head, verifying it (object, CRCs, root, anchor digest, binding reference),
 // hydrating it, replaying the COMMITTED tail, applying the durable trim, and
 // creating, listing and verifying checkpoints.
@@ -101,7 +101,7 @@ type Options struct {
 	MaxAnchor int64
 }
 
-// Replay runs the seven steps of DESIGN §6 for one binding.
+// Replay runs the seven steps of docs/design.md §6 for one binding.
 func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options) (*Result, error) {
 	if err := b.CheckNotBlocked(); err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
@@ -270,7 +270,7 @@ func choose(ctx context.Context, st store.Store, b *layout.Binding, h *layout.He
 	return cands, chosen, cp, nil
 }
 
-// Check runs the checks of DESIGN §6 steps 2-3 on one checkpoint object and
+// Check runs the checks of docs/design.md §6 steps 2-3 on one checkpoint object and
 // returns the decoded checkpoint, or the reason it cannot be used.
 func Check(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Head, objs *Objects, info store.ObjectInfo) (*Checked, string, string) {
 	anchor, _, err := layout.ParseCheckpointKey(info.Key)

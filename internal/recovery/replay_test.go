@@ -134,7 +134,7 @@ func (f *fixture) setTrim(t *testing.T, trim int64) {
 	f.w = w
 }
 
-// TestCheckpointPlusTailEqualsFull is the invariant of DESIGN §6: for random
+// TestCheckpointPlusTailEqualsFull is the invariant of docs/design.md §6: for random
 // workloads with checkpoints at random anchors and trims in between,
 // checkpoint + tail replay gives the same state digest as a full replay.
 func TestCheckpointPlusTailEqualsFull(t *testing.T) {

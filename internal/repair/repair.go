@@ -1,5 +1,5 @@
 // Package repair owns the repair of quarantined compacted coverage by
-// digest (DESIGN §9): take candidate bytes from a local file, a replica
+// digest (docs/design.md §9): take candidate bytes from a local file, a replica
 // store or a deterministic regeneration; accept them only if their SHA-256
 // is the expected digest and every CRC passes; restore them with a guarded
 // write; re-verify the whole set; re-activate the coverage and archive the

@@ -1,6 +1,6 @@
 // Package retention owns DeleteRecords trims and time/size retention: the
 // planner that reproduces Kafka's own rules (the "stock retention oracle",
-// docs/kafka-retention-rules.md), the durable trim sequence of DESIGN §7,
+// docs/kafka-retention-rules.md), the durable trim sequence of docs/design.md §7,
 // the retention run (lease, local progress, resume, metrics) and physical
 // garbage collection.
 //
@@ -112,7 +112,7 @@ func SegmentsOf(p *state.Partition, sealTimes map[int64]int64) []Segment {
 }
 
 // Compute plans one partition. The new log start is
-// max(current, DeleteRecords target, retention boundary) (DESIGN §7).
+// max(current, DeleteRecords target, retention boundary) (docs/design.md §7).
 func Compute(in Input) Plan {
 	p := Plan{CurrentLogStart: in.LogStart, HW: in.HW, NewLogStart: in.LogStart, Candidates: []Candidate{}, Garbage: []Segment{}}
 	hasDelete := in.Config.HasPolicy("delete")

@@ -10,7 +10,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/store"
 )
 
-// Steps of the durable trim sequence (DESIGN §7), named for hooks, logs and
+// Steps of the durable trim sequence (docs/design.md §7), named for hooks, logs and
 // the crash harness.
 const (
 	StepCheckpoint = "checkpoint" // the pre-trim checkpoint is durable

@@ -1,5 +1,5 @@
 // Package state owns the derived partition state a Kafka broker rebuilds from
-// its log (DESIGN §4): producer state entries, ongoing transactions, aborted
+// its log (docs/design.md §4): producer state entries, ongoing transactions, aborted
 // ranges, the LSO, the leader-epoch cache, virtual segments and their sparse
 // indexes; and the canonical encoding of that state and its state digest.
 //

@@ -268,7 +268,7 @@ func roundTrip(t *testing.T, p *Partition) *Partition {
 	return q
 }
 
-// TestSplitEqualsWhole is DESIGN §6's invariant at the state level: state
+// TestSplitEqualsWhole is docs/design.md §6's invariant at the state level: state
 // at a random anchor, encoded, decoded and continued, with trims applied
 // along the way, equals one pass with the final trim.
 func TestSplitEqualsWhole(t *testing.T) {

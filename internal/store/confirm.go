@@ -20,7 +20,7 @@ const (
 // Verbs lists the verbs in the order reports print them.
 var Verbs = []string{VerbGet, VerbHead, VerbList, VerbPut, VerbDelete}
 
-// ConfirmIfAbsent applies the lost-response rule of DESIGN §2 in one place.
+// ConfirmIfAbsent applies the lost-response rule of docs/design.md §2 in one place.
 //
 // It is called after an IfAbsent Put of data under key met
 // ErrPreconditionFailed (cause). The first attempt may have written the

@@ -41,7 +41,7 @@ var _ Store = (*Retry)(nil)
 // ErrPreconditionFailed is checked against the store before it is reported:
 //
 //   - IfAbsent: ConfirmIfAbsent compares the stored bytes with ours
-//     (DESIGN §2); equal bytes are a success.
+//     (docs/design.md §2); equal bytes are a success.
 //   - IfMatch: if the object's ETag is now the MD5 of our bytes, our write
 //     landed; that is a success.
 //   - Delete IfMatch: if the object is now gone, our delete landed.

@@ -131,7 +131,7 @@ func NewS3(ctx context.Context, c S3Config) (*S3, error) {
 }
 
 // checkEndpoint parses a custom endpoint and applies the plain-HTTP rule
-// (DESIGN §14): http:// only on loopback unless allowHTTP.
+// (docs/design.md §14): http:// only on loopback unless allowHTTP.
 func checkEndpoint(raw string, allowHTTP bool) (*url.URL, error) {
 	u, err := url.Parse(raw)
 	if err != nil {

@@ -119,7 +119,7 @@ type Range struct {
 // idempotent. Put with IfAbsent is idempotent for the same bytes: a backend
 // whose first attempt's response was lost and whose retry meets
 // ErrPreconditionFailed compares the stored bytes with its own and reports
-// success when they are equal (DESIGN §2). Put with IfMatch is not
+// success when they are equal (docs/design.md §2). Put with IfMatch is not
 // idempotent by itself; callers re-read and decide. Delete with None of a
 // missing key succeeds.
 type Store interface {
@@ -233,7 +233,7 @@ func printable(s string) string {
 }
 
 // GetCapped reads a whole object but refuses one larger than max bytes
-// (documents are read with a size cap; DESIGN §14).
+// (documents are read with a size cap; docs/design.md §14).
 func GetCapped(ctx context.Context, s Store, key string, max int64) ([]byte, error) {
 	// One ranged GET of max+1 bytes: a longer object shows itself without a
 	// second request.

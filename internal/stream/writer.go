@@ -1,5 +1,5 @@
 // Package stream owns reading and appending a Nereus stream the way a broker
-// does (DESIGN §3): data objects written IfAbsent, the head advanced by CAS,
+// does (docs/design.md §3): data objects written IfAbsent, the head advanced by CAS,
 // virtual segments rolled by segment.bytes / segment.ms and sealed as
 // COMMITTED generations; and the reader side that finds the chain of objects
 // from an offset to the head and checks each object's batches.

@@ -1,4 +1,4 @@
-// Package verify owns verification of what readers depend on (DESIGN §9):
+// Package verify owns verification of what readers depend on (docs/design.md §9):
 // the activation constraint of a binding's compacted coverage (per member
 // object HEAD, size, ETag, every block CRC-32C and the full SHA-256; the
 // generation-set identity; gap-free coverage from the log start), COMMITTED

@@ -18,23 +18,34 @@ const maxLoad = 0.9
 
 // offsetMap maps the key hash to the latest offset seen, in one flat array
 // of three words per slot (the two hash words, then offset+1 so that 0
-// means empty), with linear probing. It grows by half until maxSlots, then
-// reports full.
+// means empty), with linear probing.
+//
+// Its memory is bounded at its peak, not only at rest: growing copies the
+// table into a new one, so for a moment both exist. The budget (budget
+// slots of EntryBytes) therefore covers old + new: the table grows by half
+// while the new table stays within a quarter of the budget, and its last
+// growth takes everything the old table leaves (budget - old, between 3/4
+// and 5/6 of the budget). Beyond that it reports full, and the compaction
+// goes on in passes. At most 90% of the slots are used, so a full map holds
+// at least 0.9 × 3/4 × budget keys: about 35.6 bytes of budget per key at
+// worst, 24 bytes per slot always.
 type offsetMap struct {
-	slots    []uint64 // 3 words a slot
-	n        uint64   // slots
-	used     int
-	maxSlots int
-	sink     uint64 // keeps prefetch's loads
+	slots  []uint64 // 3 words a slot
+	n      uint64   // slots
+	used   int
+	budget int    // slots the map may hold at once, growth copy included
+	peak   int    // the most slots held at once (old + new while growing)
+	last   bool   // the last growth happened: full at the next overflow
+	sink   uint64 // keeps prefetch's loads
 }
 
 func newOffsetMap(maxBytes int64) *offsetMap {
-	maxSlots := int(maxBytes / EntryBytes)
-	if maxSlots < 16 {
-		maxSlots = 16
+	budget := int(maxBytes / EntryBytes)
+	if budget < 16 {
+		budget = 16
 	}
-	start := min(maxSlots, 1<<16)
-	return &offsetMap{slots: make([]uint64, 3*start), n: uint64(start), maxSlots: maxSlots}
+	start := max(1, min(budget/4, 1<<16))
+	return &offsetMap{slots: make([]uint64, 3*start), n: uint64(start), budget: budget, peak: start}
 }
 
 // hashSeeds are per process: the map never leaves memory, and what the
@@ -107,12 +118,32 @@ func (m *offsetMap) get(h [2]uint64) (int64, bool) {
 	return int64(m.slots[3*i+2]) - 1, true
 }
 
+// nextSize is the table size of the next growth, or 0 when the map may
+// not grow: old + new never exceeds the budget.
+func (m *offsetMap) nextSize() int {
+	if m.last {
+		return 0
+	}
+	cur := int(m.n)
+	if n := cur + cur/2 + 1; n <= m.budget/4 {
+		return n
+	}
+	if n := m.budget - cur; n > cur {
+		return n
+	}
+	return 0
+}
+
 func (m *offsetMap) grow() bool {
-	if int(m.n) >= m.maxSlots {
+	n := m.nextSize()
+	if n == 0 {
 		return false
 	}
-	n := min(m.maxSlots, int(m.n)+int(m.n)/2+1)
+	if n > m.budget/4 {
+		m.last = true
+	}
 	old := m.slots
+	m.peak = max(m.peak, int(m.n)+n)
 	m.slots, m.n, m.used = make([]uint64, 3*n), uint64(n), 0
 	for i := 0; i+2 < len(old); i += 3 {
 		if old[i+2] != 0 {
@@ -144,5 +175,9 @@ func (m *offsetMap) latestOffsets() []uint64 {
 	return out
 }
 
-// bytes is the map's memory.
+// bytes is the map's memory now.
 func (m *offsetMap) bytes() int64 { return int64(len(m.slots)) * 8 }
+
+// peakBytes is the most memory the map held at once (both tables while it
+// grew); never more than the budget it was made with.
+func (m *offsetMap) peakBytes() int64 { return int64(m.peak) * EntryBytes }

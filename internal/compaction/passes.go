@@ -56,7 +56,7 @@ func (p *Plan) run(ctx context.Context, st store.Store, o Options, em *emitter, 
 		if x == lo {
 			return fmt.Errorf("the offset map (%d bytes, --max-memory) cannot hold a single key", o.MaxMemory)
 		}
-		stats.MapBytes = max(stats.MapBytes, m.bytes())
+		stats.MapBytes = max(stats.MapBytes, m.peakBytes())
 		final := x == p.End
 		var next *spillFile
 		emit := em.add

@@ -2,15 +2,13 @@ package nkc1
 
 import (
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"hash/crc32"
 
 	"github.com/nereusctl/nereusctl/internal/state"
-)
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+	"github.com/nereusctl/nereusctl/internal/container"
+)
 
 // Encode returns the NKC1 bytes of a checkpoint and the hex root. It is
 // deterministic: the same checkpoint gives the same bytes. It refuses a
@@ -69,7 +67,7 @@ func Encode(c *Checkpoint) (data []byte, rootHex string, err error) {
 		e := entry{
 			id: uint16(id), codec: codec, off: uint64(len(data)),
 			stored: uint64(len(stored)), raw: uint64(len(raw)),
-			crc: crc32.Checksum(stored, castagnoli), sha: sha256.Sum256(raw),
+			crc: container.CRC32C(stored), sha: sha256.Sum256(raw),
 		}
 		data = append(data, stored...)
 		entries = append(entries, e)
@@ -82,7 +80,6 @@ func Encode(c *Checkpoint) (data []byte, rootHex string, err error) {
 	root := sha256.Sum256(data[footerStart:])
 	data = append(data, root[:]...)
 	footerLen := len(data) - footerStart + trailerSize
-	data = binary.BigEndian.AppendUint32(data, uint32(footerLen))
-	data = append(data, Magic...)
+	data = container.AppendTrailer(data, uint32(footerLen), Magic)
 	return data, hex.EncodeToString(root[:]), nil
 }

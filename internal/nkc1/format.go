@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+
+	"github.com/nereusctl/nereusctl/internal/container"
 )
 
 // Magic opens every NKC1 checkpoint and closes it (the trailer).
@@ -76,21 +78,14 @@ func SectionByName(name string) (uint16, bool) {
 	return 0, false
 }
 
-// Section codecs. The ids are stored in the section table and never reused.
+// Section codecs: the container's ids, stored in the section table and
+// never reused.
 const (
-	CodecNone uint8 = 0
-	CodecZstd uint8 = 1
+	CodecNone = container.CodecNone
+	CodecZstd = container.CodecZstd
 )
 
-func codecName(c uint8) string {
-	switch c {
-	case CodecNone:
-		return "none"
-	case CodecZstd:
-		return "zstd"
-	}
-	return fmt.Sprintf("unknown(%d)", c)
-}
+func codecName(c uint8) string { return container.CodecName(c) }
 
 // Section entry flags.
 const (
@@ -112,10 +107,10 @@ const compressMinBytes = 64
 
 // Fixed sizes of version 1.
 const (
-	headerSize  = 12 // magic, version, flags, section count
-	entrySize   = 64 // one section table entry
-	rootSize    = 32 // SHA-256
-	trailerSize = 8  // footer length, magic
+	headerSize  = 12                    // magic, version, flags, section count
+	entrySize   = 64                    // one section table entry
+	rootSize    = 32                    // SHA-256
+	trailerSize = container.TrailerSize // footer length, magic
 	maxSections = 64
 )
 
@@ -205,7 +200,7 @@ func resolveVersion(v uint16) (format, error) {
 	case Version1:
 		return formatV1, nil
 	default:
-		return format{}, fmt.Errorf("nkc1: header: %w %d (this build reads version %d; written by a newer nereusctl?)", ErrVersion, v, Version1)
+		return format{}, fmt.Errorf("nkc1: header: %w", container.UnknownVersion(ErrVersion, v, Version1))
 	}
 }
 
@@ -265,10 +260,8 @@ func (e *entry) info() SectionInfo {
 	}
 }
 
-// appendHeader appends the fixed header.
+// appendHeader appends the fixed header: the container's prefix and the
+// section count.
 func appendHeader(b []byte, version uint16, flags uint16, count uint32) []byte {
-	b = append(b, Magic...)
-	b = binary.BigEndian.AppendUint16(b, version)
-	b = binary.BigEndian.AppendUint16(b, flags)
-	return binary.BigEndian.AppendUint32(b, count)
+	return binary.BigEndian.AppendUint32(container.AppendPrefix(b, Magic, version, flags), count)
 }

@@ -5,13 +5,14 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"hash/crc32"
 	"math/rand"
 	"testing"
 
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/state"
+
+	"github.com/nereusctl/nereusctl/internal/container"
 )
 
 // Attribute bits of a RecordBatch v2 header (KAFKA-FACTS §1).
@@ -187,7 +188,7 @@ func build(secs []rawSection) []byte {
 		entries = append(entries, entry{
 			id: s.id, codec: s.codec, flags: s.flags, off: uint64(len(data)),
 			stored: uint64(len(s.stored)), raw: uint64(len(s.raw)),
-			crc: crc32.Checksum(s.stored, castagnoli), sha: sha256.Sum256(s.raw),
+			crc: container.CRC32C(s.stored), sha: sha256.Sum256(s.raw),
 		})
 		data = append(data, s.stored...)
 	}

@@ -7,9 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/crc32"
 
 	"github.com/nereusctl/nereusctl/internal/state"
+
+	"github.com/nereusctl/nereusctl/internal/container"
 )
 
 // maxFooterBytes bounds a footer length before the version is known.
@@ -32,14 +33,10 @@ type Footer struct {
 // length of the whole footer, so that a reader that fetched too short a
 // tail knows how many bytes to fetch.
 func FooterLen(tail []byte) (int, error) {
-	if len(tail) < trailerSize {
-		return 0, corrupt("footer", CheckStructure, "truncated: %d bytes, the trailer alone is %d", len(tail), trailerSize)
+	n, err := container.ParseTrailer(tail, Magic, "an NKC1 checkpoint")
+	if err != nil {
+		return 0, corrupt("footer", CheckStructure, "%v", err)
 	}
-	t := tail[len(tail)-trailerSize:]
-	if string(t[4:]) != Magic {
-		return 0, corrupt("footer", CheckStructure, "trailing magic %q, want %q (not an NKC1 checkpoint, or truncated)", t[4:], Magic)
-	}
-	n := binary.BigEndian.Uint32(t)
 	if n < headerSize+rootSize+trailerSize || n > maxFooterBytes {
 		return 0, corrupt("footer", CheckStructure, "footer length %d outside %d..%d", n, headerSize+rootSize+trailerSize, maxFooterBytes)
 	}
@@ -225,7 +222,7 @@ func (e *entry) decode(stored []byte) ([]byte, error) {
 	if uint64(len(stored)) != e.stored {
 		return nil, sectionCorrupt(e.id, CheckStructure, nil, "stored bytes are %d long, the table says %d", len(stored), e.stored)
 	}
-	if got := crc32.Checksum(stored, castagnoli); got != e.crc {
+	if got := container.CRC32C(stored); got != e.crc {
 		return nil, sectionCorrupt(e.id, CheckCRC, nil, "crc32c mismatch: stored 0x%08x, computed 0x%08x", e.crc, got)
 	}
 	raw := stored
@@ -252,21 +249,21 @@ type Reader struct {
 // and does not check the root or any section digest (Section, Verify and
 // Decode do).
 func Open(data []byte) (*Reader, error) {
-	if len(data) < 4 || string(data[:4]) != Magic {
-		n := min(len(data), 4)
-		return nil, corrupt("header", CheckStructure, "magic %q, want %q (not an NKC1 checkpoint)", data[:n], Magic)
+	if err := container.CheckMagic(data, Magic, "an NKC1 checkpoint"); err != nil {
+		return nil, corrupt("header", CheckStructure, "%v", err)
 	}
-	if len(data) < 6 {
-		return nil, corrupt("header", CheckStructure, "truncated: %d bytes", len(data))
+	version, flags, err := container.ParsePrefix(data)
+	if err != nil {
+		return nil, corrupt("header", CheckStructure, "%v", err)
 	}
-	f, err := resolveVersion(binary.BigEndian.Uint16(data[4:]))
+	f, err := resolveVersion(version)
 	if err != nil {
 		return nil, err
 	}
 	if len(data) < f.headerSize {
 		return nil, corrupt("header", CheckStructure, "truncated: %d bytes", len(data))
 	}
-	if flags := binary.BigEndian.Uint16(data[6:]); flags != 0 {
+	if flags != 0 {
 		return nil, corrupt("header", CheckStructure, "flags 0x%04x, version %d defines none", flags, f.version)
 	}
 	ft, err := OpenFooter(data, int64(len(data)))

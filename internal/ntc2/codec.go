@@ -3,33 +3,22 @@ package ntc2
 import (
 	"fmt"
 	"runtime"
-	"sync"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/nereusctl/nereusctl/internal/container"
 )
 
-// The writer's zstd encoder: a fixed level, no frame checksum (the block's
-// CRC-32C and the content SHA-256 cover the bytes), one EncodeAll frame per
-// block. EncodeAll with fixed options is deterministic for a given library
-// version (go.mod pins it) whatever the concurrency, which only bounds how
-// many calls run at once.
-var (
-	encOnce sync.Once
-	encZstd *zstd.Encoder
-	encErr  error
-)
+// The writer's zstd encoder: a fixed level, one EncodeAll frame per block
+// (the container package makes it deterministic: no frame checksum, since
+// the block's CRC-32C and the content SHA-256 cover the bytes). Its
+// identity (library version and level) decides the bytes: EncoderIdentity,
+// which a TOPIC_COMPACTED manifest records so that a regeneration knows
+// whether this build can reproduce it.
+var encoder = container.NewEncoder(zstd.SpeedFastest, runtime.GOMAXPROCS(0))
 
-func zstdEncoder() (*zstd.Encoder, error) {
-	encOnce.Do(func() {
-		encZstd, encErr = zstd.NewWriter(nil,
-			zstd.WithEncoderLevel(zstd.SpeedFastest),
-			zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)),
-			zstd.WithEncoderCRC(false),
-			zstd.WithZeroFrames(false),
-		)
-	})
-	return encZstd, encErr
-}
+// EncoderIdentity names what decides the bytes this build writes.
+func EncoderIdentity() string { return fmt.Sprintf("ntc2 v%d %s", Version, encoder.Identity()) }
 
 // appendStored appends the stored form of a raw block to dst and returns
 // it with the codec, by the deterministic rule of worthCompressing.
@@ -37,9 +26,9 @@ func appendStored(dst, raw []byte) ([]byte, uint8, error) {
 	if len(raw) < compressMinBytes {
 		return append(dst, raw...), CodecNone, nil
 	}
-	enc, err := zstdEncoder()
+	enc, err := encoder.Get()
 	if err != nil {
-		return dst, 0, fmt.Errorf("zstd encoder: %w", err)
+		return dst, 0, err
 	}
 	n := len(dst)
 	out := enc.EncodeAll(raw, dst)
@@ -53,51 +42,18 @@ func appendStored(dst, raw []byte) ([]byte, uint8, error) {
 // encoder never declares more than 8 MiB.
 const zstdMaxWindow = 8 << 20
 
-// The reader's zstd decoder, shared: DecodeAll is safe for concurrent use
-// (up to GOMAXPROCS calls run at once). With the cap limit, DecodeAll never
-// writes past cap(dst), so a block decodes into one allocation of exactly
-// the index's raw length and hostile bytes cannot make it allocate more,
-// whatever they claim.
-var (
-	decOnce sync.Once
-	decZstd *zstd.Decoder
-	decErr  error
-)
-
-func zstdDecoder() (*zstd.Decoder, error) {
-	decOnce.Do(func() {
-		decZstd, decErr = zstd.NewReader(nil,
-			zstd.WithDecoderConcurrency(0),
-			zstd.WithDecoderLowmem(true),
-			zstd.WithDecoderMaxMemory(MaxBlockRaw),
-			zstd.WithDecoderMaxWindow(zstdMaxWindow),
-			zstd.WithDecodeAllCapLimit(true),
-		)
-	})
-	return decZstd, decErr
-}
+// The reader's zstd decoder, shared: DecodeAll is safe for concurrent use.
+// With the cap limit, it never writes past cap(dst), so a block decodes
+// into one allocation of exactly the index's raw length and hostile bytes
+// cannot make it allocate more, whatever they claim.
+var decoder = container.NewSharedDecoder(MaxBlockRaw, zstdMaxWindow)
 
 // decompressZstd decodes a zstd block whose raw length the index gives
-// (at most MaxBlockRaw, checked by Open). The output must be exactly rawLen
-// bytes. It goes to dst when dst can hold rawLen bytes, else to a new
-// buffer of exactly that size.
+// (at most MaxBlockRaw, checked by Open). It goes to dst when dst can hold
+// rawLen bytes, else to a new buffer of exactly that size.
 func decompressZstd(stored []byte, rawLen uint32, dst []byte) ([]byte, error) {
 	if rawLen == 0 || rawLen > MaxBlockRaw {
 		return nil, fmt.Errorf("raw length %d outside 1..%d", rawLen, MaxBlockRaw)
 	}
-	d, err := zstdDecoder()
-	if err != nil {
-		return nil, fmt.Errorf("zstd decoder: %w", err)
-	}
-	if cap(dst) < int(rawLen) {
-		dst = make([]byte, 0, rawLen)
-	}
-	out, err := d.DecodeAll(stored, dst[:0:rawLen])
-	if err != nil {
-		return nil, fmt.Errorf("zstd: %w", err)
-	}
-	if len(out) != int(rawLen) {
-		return nil, fmt.Errorf("zstd: decompressed to %d bytes, the index says %d", len(out), rawLen)
-	}
-	return out, nil
+	return decoder.DecodeInto(stored, uint64(rawLen), dst)
 }

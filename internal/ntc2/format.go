@@ -4,7 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
+
+	"github.com/nereusctl/nereusctl/internal/container"
 )
 
 // Magic opens every NTC2 object and closes it (the trailer).
@@ -17,22 +18,15 @@ const (
 	Version  = Version1
 )
 
-// Block codecs. The ids are stored in the block index and never reused.
+// Block codecs: the container's ids, stored in the block index and never
+// reused.
 const (
-	CodecNone uint8 = 0
-	CodecZstd uint8 = 1
+	CodecNone = container.CodecNone
+	CodecZstd = container.CodecZstd
 )
 
 // CodecName returns "none", "zstd", or "unknown(N)".
-func CodecName(c uint8) string {
-	switch c {
-	case CodecNone:
-		return "none"
-	case CodecZstd:
-		return "zstd"
-	}
-	return fmt.Sprintf("unknown(%d)", c)
-}
+func CodecName(c uint8) string { return container.CodecName(c) }
 
 // Block sizing and the caps every reader enforces (docs/formats/ntc2.md §4).
 const (
@@ -70,12 +64,12 @@ func worthCompressing(raw, compressed int) bool {
 
 // Fixed sizes of version 1.
 const (
-	headerSize  = 8   // magic, version, flags
-	entrySize   = 49  // one block index entry
-	sourceSize  = 40  // gen, manifest SHA-256
-	footerFixed = 120 // a footer without sources, trailer included
-	trailerSize = 8   // footer length, magic
-	minRowBytes = 5   // offset, attributes, timestamp, key length, header count
+	headerSize  = 8                     // magic, version, flags
+	entrySize   = 49                    // one block index entry
+	sourceSize  = 40                    // gen, manifest SHA-256
+	footerFixed = 120                   // a footer without sources, trailer included
+	trailerSize = container.TrailerSize // footer length, magic
+	minRowBytes = 5                     // offset, attributes, timestamp, key length, header count
 
 	// footer field offsets (from the footer start)
 	offBase       = 8
@@ -102,9 +96,7 @@ const minObjectSize = headerSize + footerFixed + sourceSize
 // one source); TailLen says how much a given object needs.
 const SuggestedTailRead = 64 << 10
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-func crc32c(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+func crc32c(b []byte) uint32 { return container.CRC32C(b) }
 
 // Sentinel errors.
 var (
@@ -200,15 +192,13 @@ func resolveVersion(v uint16) (layout, error) {
 	case Version1:
 		return layoutV1, nil
 	default:
-		return layout{}, fmt.Errorf("ntc2: header: %w %d (this build reads version %d; written by a newer nereusctl?)", ErrVersion, v, Version1)
+		return layout{}, fmt.Errorf("ntc2: header: %w", container.UnknownVersion(ErrVersion, v, Version1))
 	}
 }
 
-// appendHeader appends the fixed header.
+// appendHeader appends the fixed header: the container's prefix.
 func appendHeader(b []byte, version, flags uint16) []byte {
-	b = append(b, Magic...)
-	b = binary.BigEndian.AppendUint16(b, version)
-	return binary.BigEndian.AppendUint16(b, flags)
+	return container.AppendPrefix(b, Magic, version, flags)
 }
 
 // entry is one block index entry.

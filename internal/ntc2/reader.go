@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+
+	"github.com/nereusctl/nereusctl/internal/container"
 )
 
 // TailLen reads the end of an object (the last len(tail) bytes, at least
@@ -16,14 +18,10 @@ import (
 // footer yet it returns the footer's length; read that much and call it
 // again (at most two rounds; SuggestedTailRead usually needs none).
 func TailLen(tail []byte) (int, error) {
-	if len(tail) < trailerSize {
-		return 0, corrupt("footer", CheckStructure, "truncated: %d bytes, the trailer alone is %d", len(tail), trailerSize)
+	n, err := container.ParseTrailer(tail, Magic, "an NTC2 object")
+	if err != nil {
+		return 0, corrupt("footer", CheckStructure, "%v", err)
 	}
-	t := tail[len(tail)-trailerSize:]
-	if string(t[4:]) != Magic {
-		return 0, corrupt("footer", CheckStructure, "trailing magic %q, want %q (not an NTC2 object, or truncated)", t[4:], Magic)
-	}
-	n := binary.BigEndian.Uint32(t)
 	if n < footerFixed+sourceSize || n > maxFooterBytes || (n-footerFixed)%sourceSize != 0 {
 		return 0, corrupt("footer", CheckStructure, "footer length %d is not %d + 40·sources with 1..%d sources", n, footerFixed, MaxSources)
 	}
@@ -313,20 +311,21 @@ type Reader struct {
 // decompresses no block and does not check the content digest (Block,
 // Rows and Verify do the rest).
 func Open(data []byte) (*Reader, error) {
-	if len(data) < 4 || string(data[:4]) != Magic {
-		return nil, corrupt("header", CheckStructure, "magic %q, want %q (not an NTC2 object)", data[:min(len(data), 4)], Magic)
+	if err := container.CheckMagic(data, Magic, "an NTC2 object"); err != nil {
+		return nil, corrupt("header", CheckStructure, "%v", err)
 	}
-	if len(data) < 6 {
-		return nil, corrupt("header", CheckStructure, "truncated: %d bytes", len(data))
+	version, flags, err := container.ParsePrefix(data)
+	if err != nil {
+		return nil, corrupt("header", CheckStructure, "%v", err)
 	}
-	l, err := resolveVersion(binary.BigEndian.Uint16(data[4:]))
+	l, err := resolveVersion(version)
 	if err != nil {
 		return nil, err
 	}
 	if len(data) < l.headerSize {
 		return nil, corrupt("header", CheckStructure, "truncated: %d bytes", len(data))
 	}
-	if flags := binary.BigEndian.Uint16(data[6:]); flags != 0 {
+	if flags != 0 {
 		return nil, corrupt("header", CheckStructure, "flags 0x%04x, version %d defines none", flags, l.version)
 	}
 	ix, err := OpenTail(data, int64(len(data)))

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/nereusctl/nereusctl/internal/container"
 )
 
 // Writer builds one NTC2 object from rows given in strictly ascending offset
@@ -284,6 +286,5 @@ func appendFooter(data []byte, f *Footer, indexCRC uint32) []byte {
 	sum := sha256.Sum256(data)
 	data = append(data, sum[:]...)
 	data = binary.BigEndian.AppendUint32(data, crc32c(data[start:]))
-	data = binary.BigEndian.AppendUint32(data, uint32(len(data)+trailerSize-start))
-	return append(data, Magic...)
+	return container.AppendTrailer(data, uint32(len(data)+trailerSize-start), Magic)
 }

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Fleet-scale benchmark: nereusctl over many partitions on versitygw
+# (127.0.0.1) behind a proxy that adds a fixed delay to every request, as
+# remote S3 does. Reports partitions/s, requests/partition, peak RSS and the
+# concurrency the proxy saw, per command, at --parallel 1 and the default
+# (when the binary has --parallel), and 4 shard processes against 1.
+#
+#   bash bench/scale.sh                          # 2,001 partitions, 20 ms per request
+#   SCALE_PARTITIONS=300 SCALE_DELAY=20ms bash bench/scale.sh
+#   SCALE_ONLY=status,shards bash bench/scale.sh
+#
+# Needs versitygw (go install github.com/versity/versitygw/cmd/versitygw@v1.8.0).
+# Loopback only; every loop is bounded.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=$(mktemp -d /tmp/nereus-scale.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+go build -o "$work/nereusctl" .
+exec go run ./bench/scale -bin "$work/nereusctl" \
+	-partitions "${SCALE_PARTITIONS:-2001}" \
+	-delay "${SCALE_DELAY:-20ms}" \
+	-only "${SCALE_ONLY:-}"

@@ -1,0 +1,360 @@
+// Command scale measures nereusctl across a fleet of partitions on a store
+// that behaves like remote S3: versitygw on 127.0.0.1 behind a
+// latency-injecting proxy (internal/testutil/latencyproxy, a fixed delay
+// per request). For each command it reports partitions per second,
+// requests per partition, peak RSS and the concurrency the proxy saw, at
+// --parallel 1 and at the default when the binary has --parallel, and
+// four `retention run --shard i/4` processes at once against one process.
+// Figures are same-run ratios: the noise of the machine cancels.
+//
+//	bash bench/scale.sh                       # 2,001 partitions, 20 ms per request
+//	go run ./bench/scale -bin ./nereusctl -partitions 300 -delay 20ms
+//
+// It only talks to loopback, and every loop it runs is bounded.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/nereusctl/nereusctl/internal/testutil/latencyproxy"
+)
+
+const (
+	accessKey = "nereus-bench-root"
+	secretKey = "nereus-bench-secret-not-a-real-key"
+	bucket    = "nereus-scale"
+)
+
+func main() {
+	bin := flag.String("bin", "", "nereusctl binary to measure (required)")
+	gw := flag.String("versitygw", "", "versitygw binary (default: $VERSITYGW, PATH, $(go env GOPATH)/bin)")
+	partitions := flag.Int("partitions", 2001, "partitions in the store (3 user topics of N/3 each; the demo adds its coordinator partitions)")
+	records := flag.Int("records", 0, "records across the demo cluster (default 30 per partition)")
+	delay := flag.Duration("delay", 20*time.Millisecond, "delay the proxy adds to every request")
+	only := flag.String("only", "", "comma-separated commands to run (status,retention-dry,retention,checkpoint-verify,verify,gc-dry,shards)")
+	flag.Parse()
+	if *bin == "" {
+		fail(errors.New("-bin is required"))
+	}
+	if err := run(*bin, *gw, *partitions, *records, *delay, *only); err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "scale:", err)
+	os.Exit(1)
+}
+
+type result struct {
+	name       string
+	parallel   string
+	seconds    float64
+	partitions int
+	requests   int64
+	peakRSSMiB float64
+	inFlight   int64
+	exit       int
+}
+
+func run(bin, gwBin string, partitions, records int, delay time.Duration, only string) error {
+	ctx := context.Background()
+	work, err := os.MkdirTemp("", "nereus-scale-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	endpoint, stop, err := startGateway(gwBin, filepath.Join(work, "gw"))
+	if err != nil {
+		return err
+	}
+	defer stop()
+	if err := createBucket(ctx, endpoint); err != nil {
+		return err
+	}
+	env := append(os.Environ(),
+		"AWS_ACCESS_KEY_ID="+accessKey, "AWS_SECRET_ACCESS_KEY="+secretKey, "AWS_REGION=us-east-1",
+		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_EC2_METADATA_DISABLED=true",
+		"XDG_CONFIG_HOME="+filepath.Join(work, "config"), "XDG_STATE_HOME="+filepath.Join(work, "state"))
+	perTopic := max(1, partitions/3)
+	if records == 0 {
+		records = 30 * 3 * perTopic
+	}
+	hasParallel := helpHas(bin, env, "--parallel")
+	hasYes := helpHas(bin, env, "--yes", "retention", "run")
+
+	// Two identical stores: the trimming retention run changes its store,
+	// so each parallelism gets its own.
+	prefixes := []string{"a", "b"}
+	if !hasParallel {
+		prefixes = prefixes[:1]
+	}
+	fmt.Printf("scale: %s, %d partitions per user topic, %d records, %v per request, --parallel supported: %v\n", bin, perTopic, records, delay, hasParallel)
+	for _, p := range prefixes {
+		t0 := time.Now()
+		res := measure(bin, env, endpoint, p, nil, "demo", "--partitions", strconv.Itoa(perTopic), "--records", strconv.Itoa(records), "--checkpoints", "1", "--no-tour", "-q")
+		if res.exit != 0 {
+			return fmt.Errorf("demo into prefix %s failed (exit %d)", p, res.exit)
+		}
+		fmt.Printf("setup: demo into s3://%s/%s directly (no delay): %.1f s\n", bucket, p, time.Since(t0).Seconds())
+	}
+	n, err := countBindings(bin, env, endpoint, prefixes[0])
+	if err != nil {
+		return err
+	}
+	proxy, err := latencyproxy.Start(endpoint, delay)
+	if err != nil {
+		return err
+	}
+	defer proxy.Close()
+
+	want := func(name string) bool {
+		if only == "" {
+			return true
+		}
+		for _, o := range strings.Split(only, ",") {
+			if o == name {
+				return true
+			}
+		}
+		return false
+	}
+	retentionArgs := []string{"retention", "run", "--all", "--now", "2100-01-01T00:00:00Z"}
+	if hasYes {
+		retentionArgs = append(retentionArgs, "--yes")
+	}
+	cmds := []struct {
+		name string
+		args []string
+	}{
+		{"status", []string{"status"}},
+		{"retention-dry", append(append([]string{}, retentionArgs...), "--dry-run")},
+		{"checkpoint-verify", []string{"checkpoint", "verify", "--all"}},
+		{"verify", []string{"verify", "--all"}},
+		{"gc-dry", []string{"gc", "--dry-run"}},
+		{"retention", retentionArgs},
+	}
+	var results []result
+	for _, c := range cmds {
+		if !want(c.name) {
+			continue
+		}
+		settings := [][]string{nil}
+		labels := []string{"default"}
+		if hasParallel {
+			settings = [][]string{{"--parallel", "1"}, nil}
+			labels = []string{"1", "default"}
+		}
+		for i, extra := range settings {
+			prefix := prefixes[0]
+			if c.name == "retention" {
+				prefix = prefixes[i]
+			}
+			proxy.ResetCounts()
+			r := measure(bin, env, proxy.URL, prefix, extra, c.args...)
+			r.name, r.parallel, r.partitions = c.name, labels[i], n
+			r.requests, r.inFlight = proxy.Requests(), proxy.PeakInFlight()
+			results = append(results, r)
+			printResult(r)
+		}
+	}
+	if want("shards") {
+		// Four shard processes at once against one process, both dry runs
+		// (they must not change the store between the two).
+		args := append(append([]string{}, retentionArgs...), "--dry-run")
+		proxy.ResetCounts()
+		one := measure(bin, env, proxy.URL, prefixes[0], nil, args...)
+		one.name, one.parallel, one.partitions, one.requests, one.inFlight = "retention-dry 1 process", "default", n, proxy.Requests(), proxy.PeakInFlight()
+		printResult(one)
+		proxy.ResetCounts()
+		t0 := time.Now()
+		var wg sync.WaitGroup
+		exits := make([]int, 4)
+		for i := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := measure(bin, env, proxy.URL, prefixes[0], []string{"--shard", fmt.Sprintf("%d/4", i)}, args...)
+				exits[i] = r.exit
+			}()
+		}
+		wg.Wait()
+		four := result{name: "retention-dry 4 shards at once", parallel: "default", seconds: time.Since(t0).Seconds(), partitions: n,
+			requests: proxy.Requests(), inFlight: proxy.PeakInFlight(), exit: maxInt(exits)}
+		printResult(four)
+		if four.seconds > 0 {
+			fmt.Printf("4 shards / 1 process speed-up: %.2fx (exits %v)\n", one.seconds/four.seconds, exits)
+		}
+	}
+	return nil
+}
+
+func printResult(r result) {
+	pps := float64(r.partitions) / r.seconds
+	fmt.Printf("%-32s parallel=%-8s %8.1f s  %8.1f partitions/s  %6.1f requests/partition  peak RSS %6.1f MiB  peak in flight %4d  exit %d\n",
+		r.name, r.parallel, r.seconds, pps, float64(r.requests)/float64(r.partitions), r.peakRSSMiB, r.inFlight, r.exit)
+}
+
+func maxInt(xs []int) int {
+	m := 0
+	for _, x := range xs {
+		m = max(m, x)
+	}
+	return m
+}
+
+// measure runs the binary on s3://bucket/prefix through endpoint and
+// reports its wall time, exit code and peak RSS.
+func measure(bin string, env []string, endpoint, prefix string, extra []string, args ...string) result {
+	full := append([]string{"--store", "s3://" + bucket + "/" + prefix, "--s3-endpoint", endpoint, "--s3-path-style", "-q"}, args...)
+	if len(extra) > 0 {
+		full = append(full, extra...)
+	}
+	cmd := exec.Command(bin, full...)
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stdout = nil
+	cmd.Stderr = &stderr
+	t0 := time.Now()
+	err := cmd.Run()
+	r := result{seconds: time.Since(t0).Seconds()}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		r.exit = ee.ExitCode()
+	} else if err != nil {
+		r.exit = -1
+	}
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			r.peakRSSMiB = float64(ru.Maxrss) / 1024
+		}
+	}
+	if r.exit != 0 && r.exit != 3 && r.exit != 4 {
+		fmt.Fprintf(os.Stderr, "nereusctl %s: exit %d\n%s", strings.Join(args, " "), r.exit, lastLines(stderr.String(), 5))
+	}
+	return r
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func helpHas(bin string, env []string, flagName string, sub ...string) bool {
+	cmd := exec.Command(bin, append(sub, "--help")...)
+	cmd.Env = env
+	out, _ := cmd.CombinedOutput()
+	return bytes.Contains(out, []byte(flagName+" "))
+}
+
+
+
+func countBindings(bin string, env []string, endpoint, prefix string) (int, error) {
+	cmd := exec.Command(bin, "--store", "s3://"+bucket+"/"+prefix, "--s3-endpoint", endpoint, "--s3-path-style", "store", "ls", "bindings/")
+	cmd.Env = env
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("store ls bindings/: %w", err)
+	}
+	n := strings.Count(string(out), ".json")
+	if n == 0 {
+		return 0, errors.New("no bindings after the demo")
+	}
+	return n, nil
+}
+
+func gatewayBinary(flagValue string) (string, error) {
+	if flagValue != "" {
+		return flagValue, nil
+	}
+	if p := os.Getenv("VERSITYGW"); p != "" {
+		return p, nil
+	}
+	if p, err := exec.LookPath("versitygw"); err == nil {
+		return p, nil
+	}
+	out, err := exec.Command("go", "env", "GOPATH").Output()
+	if err == nil {
+		for _, dir := range filepath.SplitList(strings.TrimSpace(string(out))) {
+			p := filepath.Join(dir, "bin", "versitygw")
+			if _, err := os.Stat(p); err == nil {
+				return p, nil
+			}
+		}
+	}
+	return "", errors.New("versitygw not found: go install github.com/versity/versitygw/cmd/versitygw@v1.8.0")
+}
+
+// startGateway starts versitygw on a free 127.0.0.1 port.
+func startGateway(flagValue, dir string) (string, func(), error) {
+	bin, err := gatewayBinary(flagValue)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(bin, "--port", addr, "--quiet", "--keep-alive", "posix", dir)
+	cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY_ID="+accessKey, "ROOT_SECRET_ACCESS_KEY="+secretKey)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+	}
+	for i := 0; i < 100; i++ {
+		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
+			c.Close()
+			return "http://" + addr, stop, nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	stop()
+	return "", nil, fmt.Errorf("versitygw did not listen on %s: %s", addr, out.String())
+}
+
+func createBucket(ctx context.Context, endpoint string) error {
+	c := s3.New(s3.Options{
+		Region:       "us-east-1",
+		BaseEndpoint: aws.String(endpoint),
+		UsePathStyle: true,
+		Credentials:  credentials.NewStaticCredentialsProvider(accessKey, secretKey, ""),
+	})
+	_, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)})
+	return err
+}

@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 work=$(mktemp -d /tmp/nereus-scale.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 go build -o "$work/nereusctl" .
-exec go run ./bench/scale -bin "$work/nereusctl" \
+go run ./bench/scale -bin "$work/nereusctl" \
 	-partitions "${SCALE_PARTITIONS:-2001}" \
 	-delay "${SCALE_DELAY:-20ms}" \
 	-only "${SCALE_ONLY:-}"

@@ -1,11 +1,9 @@
 package layout
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -406,27 +404,44 @@ func validateSHA256(s string) error {
 }
 
 // Encode returns the canonical JSON of a document (sorted struct order,
-// two-space indent, trailing newline): same document, same bytes.
+// two-space indent, trailing newline): same document, same bytes. The kinds
+// that carry their own digest (binding, head, generation manifest,
+// quarantine record, lease) get a last field "digest": "sha256:<hex>", the
+// SHA-256 of the same encoding without that field (docs/layout.md).
 func Encode(v any) []byte {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		panic(fmt.Sprintf("layout: encode %T: %v", v, err)) // documents are plain structs
+	plain := encodePlain(v)
+	if _, ok := v.(digested); !ok {
+		return plain
 	}
-	return append(b, '\n')
+	s := sha256.Sum256(plain)
+	return withDigest(plain, DigestPrefix+hex.EncodeToString(s[:]))
 }
 
-// Decode parses a document strictly: unknown fields are allowed (newer
-// writers), trailing data is not, and the result is validated.
+// Decode parses a document strictly and validates it. Every error wraps
+// ErrCorruptDocument and names the key and the field: malformed JSON,
+// trailing data, a field name that is not exactly one of the kind's (no
+// case folding), a field twice, a missing field (every field without
+// omitempty is required), null or a JSON value of the wrong type, an
+// invalid value, and, for the kinds that carry a digest, a digest that does
+// not match the content. A document of such a kind that is valid but has no
+// digest at all returns ErrLegacyDocument, with v filled (generation
+// manifests excepted: immutable, they are accepted without one).
 func Decode(key string, data []byte, v interface{ Validate() error }) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("decode %s: malformed JSON: %w", key, err)
+	digest, has, err := decodeStrict(key, data, v)
+	if err != nil {
+		return err
 	}
-	if dec.More() {
-		return fmt.Errorf("decode %s: trailing data after the document", key)
+	if _, ok := v.(digested); !ok {
+		return nil
 	}
-	if err := v.Validate(); err != nil {
-		return fmt.Errorf("decode %s: invalid document: %w", key, err)
+	if !has {
+		if _, ok := v.(legacyTolerated); ok {
+			return nil
+		}
+		return fmt.Errorf("decode %s: %w; %s", key, ErrLegacyDocument, UpgradeHint)
+	}
+	if want := contentDigest(v); digest != want {
+		return corrupt(key, "digest %s does not match the content (sha256 of the document without its digest is %s)", digest, want)
 	}
 	return nil
 }
@@ -481,7 +496,7 @@ func LoadBinding(ctx context.Context, st store.Store, topic string, partition in
 		return nil, "", err
 	}
 	if b.Topic != topic || b.Partition != partition {
-		return nil, "", fmt.Errorf("decode %s: names %s-%d", key, b.Topic, b.Partition)
+		return nil, "", corrupt(key, "names partition %s-%d", b.Topic, b.Partition)
 	}
 	return &b, etag, nil
 }
@@ -535,7 +550,7 @@ func LoadHead(ctx context.Context, st store.Store, sid string) (*Head, string, e
 		return nil, "", err
 	}
 	if h.StreamID != sid {
-		return nil, "", fmt.Errorf("decode %s: names stream %s", key, h.StreamID)
+		return nil, "", corrupt(key, "names stream %s", h.StreamID)
 	}
 	return &h, etag, nil
 }
@@ -553,7 +568,7 @@ func LoadGeneration(ctx context.Context, st store.Store, sid string, gen int64) 
 		return nil, "", err
 	}
 	if g.StreamID != sid || g.Gen != gen {
-		return nil, "", fmt.Errorf("decode %s: names stream %s generation %d", key, g.StreamID, g.Gen)
+		return nil, "", corrupt(key, "names stream %s generation %d", g.StreamID, g.Gen)
 	}
 	return &g, store.SHA256Of(data), nil
 }

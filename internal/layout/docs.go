@@ -427,23 +427,29 @@ func Encode(v any) []byte {
 // digest at all returns ErrLegacyDocument, with v filled (generation
 // manifests excepted: immutable, they are accepted without one).
 func Decode(key string, data []byte, v interface{ Validate() error }) error {
+	_, err := decodeFull(key, data, v)
+	return err
+}
+
+// decodeFull is Decode, also reporting whether the document had a digest.
+func decodeFull(key string, data []byte, v interface{ Validate() error }) (hasDigest bool, err error) {
 	digest, has, err := decodeStrict(key, data, v)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if _, ok := v.(digested); !ok {
-		return nil
+		return false, nil
 	}
 	if !has {
 		if _, ok := v.(legacyTolerated); ok {
-			return nil
+			return false, nil
 		}
-		return fmt.Errorf("decode %s: %w; %s", key, ErrLegacyDocument, UpgradeHint)
+		return false, fmt.Errorf("decode %s: %w; %s", key, ErrLegacyDocument, UpgradeHint)
 	}
 	if want := contentDigest(v); digest != want {
-		return corrupt(key, "digest %s does not match the content (sha256 of the document without its digest is %s)", digest, want)
+		return true, corrupt(key, "digest %s does not match the content (sha256 of the document without its digest is %s)", digest, want)
 	}
-	return nil
+	return true, nil
 }
 
 // Validate lets Quarantine be decoded with Decode.

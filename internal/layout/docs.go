@@ -485,9 +485,17 @@ func Create(ctx context.Context, st store.Store, key string, v any) (store.Objec
 	return st.Put(ctx, key, Encode(v), store.IfAbsent())
 }
 
-// Replace CASes a document with IfMatch(etag).
+// Replace CASes a document with IfMatch(etag). A lost precondition is
+// checked against the stored bytes first (store.ConfirmIfMatch): when the
+// key holds exactly this document, an earlier attempt whose response was
+// lost landed, and Replace succeeds.
 func Replace(ctx context.Context, st store.Store, key string, v any, etag string) (store.ObjectInfo, error) {
-	return st.Put(ctx, key, Encode(v), store.IfMatch(etag))
+	data := Encode(v)
+	info, err := st.Put(ctx, key, data, store.IfMatch(etag))
+	if errors.Is(err, store.ErrPreconditionFailed) {
+		return store.ConfirmIfMatch(ctx, st, key, data, err)
+	}
+	return info, err
 }
 
 // DocSHA256 is the hex SHA-256 of a document's canonical bytes.

@@ -357,6 +357,17 @@ type Quarantine struct {
 	CreatedMs int64               `json:"created_ms"`
 	// Repair is filled when the record is archived after a repair.
 	Repair *RepairRecord `json:"repair,omitempty"`
+	// InProgress is what a repair under way has restored so far, recorded
+	// (If-Match) before each restore, so that a rerun after a crash
+	// archives the same audit trail as an uninterrupted repair.
+	InProgress *RepairProgress `json:"repair_in_progress,omitempty"`
+}
+
+// RepairProgress is an open quarantine record's repair under way: where
+// the bytes came from and the objects restored (or about to be).
+type RepairProgress struct {
+	Source   string   `json:"source"`
+	Restored []string `json:"restored"`
 }
 
 // QuarantineFinding is one failed check.

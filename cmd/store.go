@@ -139,7 +139,9 @@ reported and never rewritten. Each rewrite is a Put If-Match on the ETag of
 the bytes checked, so a document changed meanwhile is reported, not
 overwritten. Documents that already carry a digest are skipped: a rerun is a
 no-op. Generation manifests are immutable and referenced by the SHA-256 of
-their bytes: those without a digest are checked and kept as they are.` + exitStatusHelp(
+their bytes: those without a digest are checked and kept as they are.
+Upgrade every nereusctl that writes to the store first: an older one writes
+documents back without a digest.` + exitStatusHelp(
 			"3 when a document is malformed or invalid (it is not rewritten)",
 			"4 when a document changed meanwhile (rerun)"),
 		Example: `  nereusctl store upgrade --dry-run

@@ -182,7 +182,12 @@ func Repair(ctx context.Context, st store.Store, b *layout.Binding, o Options) (
 		} else if !errors.Is(curErr, store.ErrNotFound) {
 			return res, fmt.Errorf("repair %s: read %s: %w", b.Name(), ref.Key, curErr)
 		}
-		if _, err := st.Put(ctx, ref.Key, data, guard); err != nil {
+		_, err = st.Put(ctx, ref.Key, data, guard)
+		if errors.Is(err, store.ErrPreconditionFailed) {
+			// A lost response to our own restore: the stored bytes decide.
+			_, err = store.ConfirmIfMatch(ctx, st, ref.Key, data, err)
+		}
+		if err != nil {
 			return res, fmt.Errorf("repair %s: restore %s: %w", b.Name(), ref.Key, err)
 		}
 		res.Restored = true

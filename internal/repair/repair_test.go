@@ -176,3 +176,43 @@ func TestInterruptedRepairKeepsAuditTrail(t *testing.T) {
 		}
 	}
 }
+
+// silentRetry models a backend client that retries a failed PUT itself
+// (the AWS SDK under s3://): a lost response followed by a 412 on our own
+// write reaches the caller as a plain lost precondition.
+type silentRetry struct{ store.Store }
+
+func (s silentRetry) Put(ctx context.Context, key string, data []byte, g store.Guard) (store.ObjectInfo, error) {
+	info, err := s.Store.Put(ctx, key, data, g)
+	if errors.Is(err, store.ErrInjected) {
+		return s.Store.Put(ctx, key, data, g)
+	}
+	return info, err
+}
+
+// TestRepairSurvivesLostResponses: the responses to the restore PUT (If-Match
+// on the damaged object) and to the quarantine record CAS are lost after the
+// writes happened; the repair recognises its own writes and finishes with
+// the right audit trail.
+func TestRepairSurvivesLostResponses(t *testing.T) {
+	ctx := context.Background()
+	base, tp, ref, file := quarantinedStore(t)
+	for _, prefix := range []string{ref.Key, layout.QuarantinePrefix} {
+		mem := cloneStore(t, base, "lost-"+prefix)
+		faulty := store.NewFaulty(mem).LoseResponseNth(store.VerbPut, 1, prefix)
+		st := silentRetry{faulty}
+		b, _, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Repair(ctx, st, b, Options{Digest: ref.SHA256, FromFile: file, NowMs: testNow})
+		if err != nil || !r.Restored || !r.Reactivated || faulty.Fired() != 1 {
+			t.Fatalf("lost response under %s: %+v %v (%d faults)", prefix, r, err, faulty.Fired())
+		}
+		for _, rec := range archived(t, mem) {
+			if !bytes.Contains([]byte(rec), []byte(`"source": "file `+file+`"`)) {
+				t.Fatalf("lost response under %s: archived %s", prefix, rec)
+			}
+		}
+	}
+}

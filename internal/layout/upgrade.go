@@ -119,12 +119,16 @@ func Upgrade(ctx context.Context, st store.Store, dryRun bool) (*UpgradeReport, 
 			return rep, fmt.Errorf("store upgrade: list %s: %w", GenerationsPrefix(sid), err)
 		}
 		for _, in := range gens {
+			n, err := ParseGenerationKey(in.Key)
+			if err != nil {
+				rep.Scanned++
+				rep.Counts[UpgradeRefused]++
+				rep.Items = append(rep.Items, UpgradeItem{Key: in.Key, Kind: upgradeKindManifest, Action: UpgradeRefused,
+					Detail: fmt.Sprintf("%s is not a generation manifest: %v", in.Key, err)})
+				continue
+			}
 			var g Generation
 			upgradeOne(ctx, st, rep, in.Key, upgradeKindManifest, &g, func() error {
-				n, err := ParseGenerationKey(in.Key)
-				if err != nil {
-					return corrupt(in.Key, "%v", err)
-				}
 				if g.StreamID != sid || g.Gen != n {
 					return corrupt(in.Key, "names stream %s generation %d", g.StreamID, g.Gen)
 				}

@@ -43,17 +43,18 @@ func (s silentRetry) Put(ctx context.Context, key string, data []byte, g store.G
 	return info, err
 }
 
-// TestCompactSurvivesLostTaskResponse: the response to an If-Match PUT of
-// the compaction task document is lost after the write happened; the retry
+// TestCompactSurvivesLostTaskResponse: the response to a guarded PUT of the
+// compaction task document is lost after the write happened; the retry
 // then meets a lost precondition that is our own write. Compaction must
 // recognise it (the stored bytes are ours) and finish, on mem:// and
-// file://, for each of the task's If-Match updates, whether the retry is
-// the backend client's own (silent) or nereusctl's retry decorator.
+// file://, for the task's IfAbsent create and each of its If-Match updates,
+// whether the retry is the backend client's own (silent) or nereusctl's
+// retry decorator.
 func TestCompactSurvivesLostTaskResponse(t *testing.T) {
 	ctx := context.Background()
 	for _, backend := range []string{"mem", "file"} {
 		for _, retry := range []string{"backend", "decorator"} {
-			for _, nth := range []int{2, 3} { // 1 is the IfAbsent create; 2, 3 the If-Match updates
+			for _, nth := range []int{1, 2, 3} { // 1 is the IfAbsent create; 2, 3 the If-Match updates
 				wl := newWorkload(t, 7)
 				wl.append(t, 20, true)
 				var base store.Store = wl.st

@@ -491,9 +491,17 @@ func Load(ctx context.Context, st store.Store, key string, v interface{ Validate
 	return store.ETagOf(data), nil
 }
 
-// Create writes a new document with IfAbsent.
+// Create writes a new document with IfAbsent. A lost precondition is
+// checked against the stored bytes (store.ConfirmIfAbsent) whatever the
+// backend: when the key holds exactly this document, an earlier attempt
+// whose response was lost created it, and Create succeeds.
 func Create(ctx context.Context, st store.Store, key string, v any) (store.ObjectInfo, error) {
-	return st.Put(ctx, key, Encode(v), store.IfAbsent())
+	data := Encode(v)
+	info, err := st.Put(ctx, key, data, store.IfAbsent())
+	if errors.Is(err, store.ErrPreconditionFailed) {
+		return store.ConfirmIfAbsent(ctx, st, key, data, err)
+	}
+	return info, err
 }
 
 // Replace CASes a document with IfMatch(etag). A lost precondition is

@@ -11,6 +11,7 @@ import (
 	"hash/crc32"
 	"io"
 	"reflect"
+	"sort"
 	"strings"
 	"sync"
 )
@@ -52,6 +53,8 @@ func (Generation) carriesDigest()       {}
 func (Quarantine) carriesDigest()       {}
 func (Lease) carriesDigest()            {}
 func (Generation) legacyWithoutDigest() {}
+
+// corrupt is a corrupt-document error naming the key.
 func corrupt(key, format string, a ...any) error {
 	return fmt.Errorf("decode %s: %w: %s", key, ErrCorruptDocument, fmt.Sprintf(format, a...))
 }
@@ -347,7 +350,7 @@ func (w *walker) object(path string, t reflect.Type, top bool) error {
 			missing = append(missing, join(path, name))
 		}
 	}
-	sortStrings(missing)
+	sort.Strings(missing)
 	switch {
 	case unknown != "" && len(missing) > 0:
 		return corrupt(w.key, "%s; missing field %s", unknown, strings.Join(missing, ", "))
@@ -411,14 +414,6 @@ func fieldsOf(t reflect.Type) map[string]fieldInfo {
 	}
 	fieldCache.Store(t, m)
 	return m
-}
-
-func sortStrings(s []string) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
 }
 
 // ErrObjectMismatch: an object's bytes do not match its generation

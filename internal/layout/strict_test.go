@@ -196,6 +196,12 @@ func TestDocumentsRoundTripWithDigest(t *testing.T) {
 		if want := "sha256:" + sha256Hex(encodePlain(c.doc)); d != want {
 			t.Errorf("%T: digest %q, want %q", c.doc, d, want)
 		}
+		// As docs/layout.md says: the stored bytes without the digest
+		// line and the comma before it are what the digest covers.
+		stripped := strings.Replace(string(data), ",\n  \"digest\": \""+d+"\"\n}", "\n}", 1)
+		if stripped != string(encodePlain(c.doc)) {
+			t.Errorf("%T: the bytes without the digest line are not the digested encoding:\n%s", c.doc, stripped)
+		}
 	}
 	// A task-like document without a digest kind gets none.
 	if bytes.Contains(Encode(&TopicPartition{Topic: "a"}), []byte("digest")) {

@@ -307,6 +307,14 @@ func TestLayoutSchemas(t *testing.T) {
 		}},
 		{"quarantine", "no findings", layout.Encode(quarantine), func(m map[string]any) { m["findings"] = []any{} }},
 		{"lease", "no holder", leaseDoc, func(m map[string]any) { delete(m, "holder") }},
+		{"binding", "no digest", bindingJSON, func(m map[string]any) { delete(m, "digest") }},
+		{"binding", "a flipped field name", bindingJSON, func(m map[string]any) {
+			c := m["config"].(map[string]any)
+			c["vetention.bytes"] = c["retention.bytes"]
+			delete(c, "retention.bytes")
+		}},
+		{"head", "an unknown field", headJSON, func(m map[string]any) { m["tvim"] = 0 }},
+		{"lease", "a malformed digest", leaseDoc, func(m map[string]any) { m["digest"] = "sha256:XYZ" }},
 	} {
 		var m map[string]any
 		jd := json.NewDecoder(bytes.NewReader(bad.data))

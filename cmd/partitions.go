@@ -70,7 +70,7 @@ func loadBinding(ctx context.Context, st store.Store, arg string) (*layout.Bindi
 	}
 	b, etag, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
 	if err != nil {
-		return nil, "", exitcode.Wrap(exitcode.Error, fmt.Errorf("load binding %s: %w", tp, err), hintFor(err, tp))
+		return nil, "", exitcode.Wrap(exitcode.Of(err), fmt.Errorf("load binding %s: %w", tp, err), hintFor(err, tp))
 	}
 	return b, etag, nil
 }

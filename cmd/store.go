@@ -6,19 +6,21 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
 
 func newStoreCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "store",
-		Short: "Look at raw objects in the store",
-		Long:  "Small operator commands over the raw object store: list, stat and print objects. They never write." + exitStatusHelp(),
+		Short: "Look at raw objects in the store; upgrade its documents",
+		Long:  "Small operator commands over the raw object store: list, stat and print objects (they never write), and upgrade the documents of a store written before document digests." + exitStatusHelp(),
 		Example: `  nereusctl store ls bindings/
   nereusctl store stat streams/s-1/head.json
-  nereusctl store cat streams/s-1/head.json`,
+  nereusctl store cat streams/s-1/head.json
+  nereusctl store upgrade --dry-run`,
 	}
-	c.AddCommand(newStoreLsCmd(g), newStoreStatCmd(g), newStoreCatCmd(g))
+	c.AddCommand(newStoreLsCmd(g), newStoreStatCmd(g), newStoreCatCmd(g), newStoreUpgradeCmd(g))
 	return c
 }
 
@@ -122,4 +124,70 @@ func newStoreCatCmd(g *globals) *cobra.Command {
 			return err
 		},
 	}
+}
+
+func newStoreUpgradeCmd(g *globals) *cobra.Command {
+	var dryRun bool
+	c := &cobra.Command{
+		Use:   "upgrade [--dry-run]",
+		Short: "Add digests to the documents of a store written before document digests",
+		Long: `Rewrite every binding, stream head, quarantine record (open and archived)
+and lease that has no digest field into the current form: the same content
+plus its digest (docs/layout.md, "Document digests"). Each document is read,
+decoded strictly and validated first; one that is malformed or invalid is
+reported and never rewritten. Each rewrite is a Put If-Match on the ETag of
+the bytes checked, so a document changed meanwhile is reported, not
+overwritten. Documents that already carry a digest are skipped: a rerun is a
+no-op. Generation manifests are immutable and referenced by the SHA-256 of
+their bytes: those without a digest are checked and kept as they are.
+Upgrade every nereusctl that writes to the store first: an older one writes
+documents back without a digest.` + exitStatusHelp(
+			"3 when a document is malformed or invalid (it is not rewritten)",
+			"4 when a document changed meanwhile (rerun)"),
+		Example: `  nereusctl store upgrade --dry-run
+  nereusctl store upgrade -o json`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			st, err := g.store(ctx)
+			if err != nil {
+				return err
+			}
+			rep, err := layout.Upgrade(ctx, st, dryRun)
+			if err != nil {
+				return err
+			}
+			if g.json() {
+				if err := writeJSON(g.stdout, storeUpgradeJSON{SchemaVersion: SchemaVersion, Upgrade: rep}); err != nil {
+					return err
+				}
+			} else {
+				rows := make([][]string, 0, len(rep.Items))
+				for _, it := range rep.Items {
+					rows = append(rows, []string{it.Action, it.Kind, it.Key, it.Detail})
+				}
+				if len(rows) > 0 {
+					if err := writeTable(g.stdout, []string{"ACTION", "KIND", "KEY", "DETAIL"}, rows); err != nil {
+						return err
+					}
+				}
+				verb := "upgraded"
+				n := rep.Counts[layout.UpgradeUpgraded]
+				if dryRun {
+					verb, n = "would upgrade", rep.Counts[layout.UpgradeWould]
+				}
+				fmt.Fprintf(g.stdout, "store upgrade: %s %d of %d documents; %d already current, %d legacy manifests kept, %d refused, %d changed meanwhile\n",
+					verb, n, rep.Scanned, rep.Counts[layout.UpgradeCurrent], rep.Counts[layout.UpgradeKept], rep.Counts[layout.UpgradeRefused], rep.Counts[layout.UpgradeChanged])
+			}
+			return rep.Err()
+		},
+	}
+	c.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be upgraded; write nothing")
+	return c
+}
+
+// storeUpgradeJSON is the -o json output of store upgrade.
+type storeUpgradeJSON struct {
+	SchemaVersion int                   `json:"schema_version"`
+	Upgrade       *layout.UpgradeReport `json:"upgrade"`
 }

@@ -114,7 +114,7 @@ func Of(err error) Code {
 // checkpoint, view or state encoding that fails its checks, or stream data
 // the head promises that is missing or ambiguous.
 func IsCorruption(err error) bool {
-	for _, e := range []error{kafka.ErrCorrupt, nkc1.ErrCorrupt, ntc2.ErrCorrupt, state.ErrMalformed, stream.ErrMissing, stream.ErrAmbiguous} {
+	for _, e := range []error{kafka.ErrCorrupt, nkc1.ErrCorrupt, ntc2.ErrCorrupt, state.ErrMalformed, stream.ErrMissing, stream.ErrAmbiguous, layout.ErrCorruptDocument, layout.ErrObjectMismatch, layout.ErrInvariant} {
 		if errors.Is(err, e) {
 			return true
 		}

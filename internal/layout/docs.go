@@ -1,11 +1,9 @@
 package layout
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -359,6 +357,17 @@ type Quarantine struct {
 	CreatedMs int64               `json:"created_ms"`
 	// Repair is filled when the record is archived after a repair.
 	Repair *RepairRecord `json:"repair,omitempty"`
+	// InProgress is what a repair under way has restored so far, recorded
+	// (If-Match) before each restore, so that a rerun after a crash
+	// archives the same audit trail as an uninterrupted repair.
+	InProgress *RepairProgress `json:"repair_in_progress,omitempty"`
+}
+
+// RepairProgress is an open quarantine record's repair under way: where
+// the bytes came from and the objects restored (or about to be).
+type RepairProgress struct {
+	Source   string   `json:"source"`
+	Restored []string `json:"restored"`
 }
 
 // QuarantineFinding is one failed check.
@@ -406,29 +415,52 @@ func validateSHA256(s string) error {
 }
 
 // Encode returns the canonical JSON of a document (sorted struct order,
-// two-space indent, trailing newline): same document, same bytes.
+// two-space indent, trailing newline): same document, same bytes. The kinds
+// that carry their own digest (binding, head, generation manifest,
+// quarantine record, lease) get a last field "digest": "sha256:<hex>", the
+// SHA-256 of the same encoding without that field (docs/layout.md).
 func Encode(v any) []byte {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		panic(fmt.Sprintf("layout: encode %T: %v", v, err)) // documents are plain structs
+	plain := encodePlain(v)
+	if _, ok := v.(digested); !ok {
+		return plain
 	}
-	return append(b, '\n')
+	s := sha256.Sum256(plain)
+	return withDigest(plain, DigestPrefix+hex.EncodeToString(s[:]))
 }
 
-// Decode parses a document strictly: unknown fields are allowed (newer
-// writers), trailing data is not, and the result is validated.
+// Decode parses a document strictly and validates it. Every error wraps
+// ErrCorruptDocument and names the key and the field: malformed JSON,
+// trailing data, a field name that is not exactly one of the kind's (no
+// case folding), a field twice, a missing field (every field without
+// omitempty is required), null or a JSON value of the wrong type, an
+// invalid value, and, for the kinds that carry a digest, a digest that does
+// not match the content. A document of such a kind that is valid but has no
+// digest at all returns ErrLegacyDocument, with v filled (generation
+// manifests excepted: immutable, they are accepted without one).
 func Decode(key string, data []byte, v interface{ Validate() error }) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("decode %s: malformed JSON: %w", key, err)
+	_, err := decodeFull(key, data, v)
+	return err
+}
+
+// decodeFull is Decode, also reporting whether the document had a digest.
+func decodeFull(key string, data []byte, v interface{ Validate() error }) (hasDigest bool, err error) {
+	digest, has, err := decodeStrict(key, data, v)
+	if err != nil {
+		return false, err
 	}
-	if dec.More() {
-		return fmt.Errorf("decode %s: trailing data after the document", key)
+	if _, ok := v.(digested); !ok {
+		return false, nil
 	}
-	if err := v.Validate(); err != nil {
-		return fmt.Errorf("decode %s: invalid document: %w", key, err)
+	if !has {
+		if _, ok := v.(legacyTolerated); ok {
+			return false, nil
+		}
+		return false, fmt.Errorf("decode %s: %w; %s", key, ErrLegacyDocument, UpgradeHint)
 	}
-	return nil
+	if want := contentDigest(v); digest != want {
+		return true, corrupt(key, "digest %s does not match the content (sha256 of the document without its digest is %s)", digest, want)
+	}
+	return true, nil
 }
 
 // Validate lets Quarantine be decoded with Decode.
@@ -459,14 +491,30 @@ func Load(ctx context.Context, st store.Store, key string, v interface{ Validate
 	return store.ETagOf(data), nil
 }
 
-// Create writes a new document with IfAbsent.
+// Create writes a new document with IfAbsent. A lost precondition is
+// checked against the stored bytes (store.ConfirmIfAbsent) whatever the
+// backend: when the key holds exactly this document, an earlier attempt
+// whose response was lost created it, and Create succeeds.
 func Create(ctx context.Context, st store.Store, key string, v any) (store.ObjectInfo, error) {
-	return st.Put(ctx, key, Encode(v), store.IfAbsent())
+	data := Encode(v)
+	info, err := st.Put(ctx, key, data, store.IfAbsent())
+	if errors.Is(err, store.ErrPreconditionFailed) {
+		return store.ConfirmIfAbsent(ctx, st, key, data, err)
+	}
+	return info, err
 }
 
-// Replace CASes a document with IfMatch(etag).
+// Replace CASes a document with IfMatch(etag). A lost precondition is
+// checked against the stored bytes first (store.ConfirmIfMatch): when the
+// key holds exactly this document, an earlier attempt whose response was
+// lost landed, and Replace succeeds.
 func Replace(ctx context.Context, st store.Store, key string, v any, etag string) (store.ObjectInfo, error) {
-	return st.Put(ctx, key, Encode(v), store.IfMatch(etag))
+	data := Encode(v)
+	info, err := st.Put(ctx, key, data, store.IfMatch(etag))
+	if errors.Is(err, store.ErrPreconditionFailed) {
+		return store.ConfirmIfMatch(ctx, st, key, data, err)
+	}
+	return info, err
 }
 
 // DocSHA256 is the hex SHA-256 of a document's canonical bytes.
@@ -481,7 +529,7 @@ func LoadBinding(ctx context.Context, st store.Store, topic string, partition in
 		return nil, "", err
 	}
 	if b.Topic != topic || b.Partition != partition {
-		return nil, "", fmt.Errorf("decode %s: names %s-%d", key, b.Topic, b.Partition)
+		return nil, "", corrupt(key, "names partition %s-%d", b.Topic, b.Partition)
 	}
 	return &b, etag, nil
 }
@@ -535,7 +583,7 @@ func LoadHead(ctx context.Context, st store.Store, sid string) (*Head, string, e
 		return nil, "", err
 	}
 	if h.StreamID != sid {
-		return nil, "", fmt.Errorf("decode %s: names stream %s", key, h.StreamID)
+		return nil, "", corrupt(key, "names stream %s", h.StreamID)
 	}
 	return &h, etag, nil
 }
@@ -553,7 +601,7 @@ func LoadGeneration(ctx context.Context, st store.Store, sid string, gen int64) 
 		return nil, "", err
 	}
 	if g.StreamID != sid || g.Gen != gen {
-		return nil, "", fmt.Errorf("decode %s: names stream %s generation %d", key, g.StreamID, g.Gen)
+		return nil, "", corrupt(key, "names stream %s generation %d", g.StreamID, g.Gen)
 	}
 	return &g, store.SHA256Of(data), nil
 }

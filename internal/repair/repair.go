@@ -110,6 +110,13 @@ func Repair(ctx context.Context, st store.Store, b *layout.Binding, o Options) (
 		// finish by archiving it once the set verifies clean.
 		if _, err := st.Head(ctx, layout.QuarantineKey(b.Coverage.SetID)); err == nil {
 			res.Source = "store"
+			if p, err := progress(ctx, st, res.SetID); err == nil && p != nil {
+				// What the interrupted run recorded before its restore.
+				res.Source = p.Source
+				if len(p.Restored) > 0 {
+					res.Object = p.Restored[len(p.Restored)-1]
+				}
+			}
 			return res, reactivate(ctx, st, b, res, o, after)
 		}
 	}
@@ -136,6 +143,15 @@ func Repair(ctx context.Context, st store.Store, b *layout.Binding, o Options) (
 	cur, curErr := st.Get(ctx, ref.Key, nil)
 	if curErr == nil && store.SHA256Of(cur) == o.Digest {
 		res.AlreadyGood, res.Source = true, "store"
+		// A run that crashed after its restore recorded where the bytes
+		// came from: the audit trail keeps that source, not "store".
+		p, err := progress(ctx, st, res.SetID)
+		if err != nil {
+			return res, fmt.Errorf("repair %s: %w", b.Name(), err)
+		}
+		if p != nil && contains(p.Restored, ref.Key) {
+			res.Source = p.Source
+		}
 	} else {
 		data, src, err := candidate(ctx, st, g, ref, o)
 		res.Source = src
@@ -149,6 +165,11 @@ func Repair(ctx context.Context, st store.Store, b *layout.Binding, o Options) (
 		if o.DryRun {
 			return res, nil
 		}
+		// Record the source in the quarantine record before the bytes
+		// change, so that a rerun after a crash archives the same trail.
+		if err := recordProgress(ctx, st, res.SetID, src, ref.Key); err != nil {
+			return res, fmt.Errorf("repair %s: %w", b.Name(), err)
+		}
 		// Guarded restore: IfMatch on the damaged object's ETag, IfAbsent
 		// when it is missing.
 		guard := store.IfAbsent()
@@ -161,7 +182,12 @@ func Repair(ctx context.Context, st store.Store, b *layout.Binding, o Options) (
 		} else if !errors.Is(curErr, store.ErrNotFound) {
 			return res, fmt.Errorf("repair %s: read %s: %w", b.Name(), ref.Key, curErr)
 		}
-		if _, err := st.Put(ctx, ref.Key, data, guard); err != nil {
+		_, err = st.Put(ctx, ref.Key, data, guard)
+		if errors.Is(err, store.ErrPreconditionFailed) {
+			// A lost response to our own restore: the stored bytes decide.
+			_, err = store.ConfirmIfMatch(ctx, st, ref.Key, data, err)
+		}
+		if err != nil {
 			return res, fmt.Errorf("repair %s: restore %s: %w", b.Name(), ref.Key, err)
 		}
 		res.Restored = true
@@ -238,6 +264,15 @@ func archive(ctx context.Context, st store.Store, res *Result, nowMs int64) erro
 		return fmt.Errorf("archive quarantine record %s: %w", key, err)
 	}
 	q.Repair = &layout.RepairRecord{RepairedMs: nowMs, Source: res.Source, Restored: []string{res.Object}}
+	if p := q.InProgress; p != nil {
+		// Every restore of this repair, with the source recorded before it.
+		restored := append([]string(nil), p.Restored...)
+		if res.Object != "" && !contains(restored, res.Object) {
+			restored = append(restored, res.Object)
+		}
+		q.Repair.Source, q.Repair.Restored = p.Source, restored
+		q.InProgress = nil
+	}
 	if _, err := layout.Create(ctx, st, layout.QuarantineArchiveKey(res.SetID, q.CreatedMs), &q); err != nil && !errors.Is(err, store.ErrPreconditionFailed) {
 		return fmt.Errorf("archive quarantine record %s: %w", key, err)
 	}
@@ -245,6 +280,68 @@ func archive(ctx context.Context, st store.Store, res *Result, nowMs int64) erro
 		return fmt.Errorf("archive quarantine record %s: %w", key, err)
 	}
 	return nil
+}
+
+// progress returns the repair under way recorded in the set's open
+// quarantine record (nil when there is none, or no record).
+func progress(ctx context.Context, st store.Store, setID string) (*layout.RepairProgress, error) {
+	var q layout.Quarantine
+	key := layout.QuarantineKey(setID)
+	if _, err := layout.Load(ctx, st, key, &q); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("read quarantine record %s: %w", key, err)
+	}
+	return q.InProgress, nil
+}
+
+// recordProgress CASes (If-Match) the source and the object about to be
+// restored into the set's open quarantine record. Several restores of one
+// set from different sources are joined with "; ". A set without an open
+// record (none was written) has nothing to record into.
+func recordProgress(ctx context.Context, st store.Store, setID, source, object string) error {
+	key := layout.QuarantineKey(setID)
+	for attempt := 0; ; attempt++ {
+		var q layout.Quarantine
+		etag, err := layout.Load(ctx, st, key, &q)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read quarantine record %s: %w", key, err)
+		}
+		changed := false
+		p := q.InProgress
+		if p == nil {
+			p, changed = &layout.RepairProgress{Source: source, Restored: []string{}}, true
+		}
+		if !contains(strings.Split(p.Source, "; "), source) {
+			p.Source, changed = p.Source+"; "+source, true
+		}
+		if !contains(p.Restored, object) {
+			p.Restored, changed = append(p.Restored, object), true
+		}
+		if !changed {
+			return nil
+		}
+		q.InProgress = p
+		if _, err = layout.Replace(ctx, st, key, &q, etag); err == nil {
+			return nil
+		}
+		if !errors.Is(err, store.ErrPreconditionFailed) || attempt >= 3 {
+			return fmt.Errorf("record repair in quarantine record %s: %w", key, err)
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }
 
 // candidate fetches the bytes offered for ref.

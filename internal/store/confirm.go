@@ -34,6 +34,24 @@ var Verbs = []string{VerbGet, VerbHead, VerbList, VerbPut, VerbDelete}
 // because their own retries (the AWS SDK's) can hide a lost response; the
 // WithRetry decorator calls it after an ambiguous attempt, for any Store.
 func ConfirmIfAbsent(ctx context.Context, s Store, key string, data []byte, cause error) (ObjectInfo, error) {
+	return confirmStored(ctx, s, key, data, cause)
+}
+
+// ConfirmIfMatch is the same rule for an IfMatch Put of data under key that
+// met ErrPreconditionFailed (cause): a first attempt may have replaced the
+// object and lost its response, and a retry (ours, or one the backend's own
+// client made without telling, as the AWS SDK does) then finds the ETag
+// moved on — to our bytes. When key holds exactly data, the Put succeeded;
+// otherwise cause is returned unchanged, and a missing key is a lost
+// precondition too. Callers that CAS documents (layout.Replace) call it on
+// every If-Match 412, so a lost response is never reported as a competing
+// writer. Equal bytes from another writer are the same CAS result (every
+// mutable document carries a version and a digest), so they count as ours.
+func ConfirmIfMatch(ctx context.Context, s Store, key string, data []byte, cause error) (ObjectInfo, error) {
+	return confirmStored(ctx, s, key, data, cause)
+}
+
+func confirmStored(ctx context.Context, s Store, key string, data []byte, cause error) (ObjectInfo, error) {
 	info, err := s.Head(ctx, key)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {

@@ -1,0 +1,218 @@
+package layout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/nereusctl/nereusctl/internal/store"
+)
+
+// Upgrade actions, one per document looked at.
+const (
+	UpgradeCurrent      = "current"       // already carries a valid digest
+	UpgradeUpgraded     = "upgraded"      // rewritten with its digest (If-Match)
+	UpgradeWould        = "would-upgrade" // --dry-run: would be rewritten
+	UpgradeKept         = "kept"          // a legacy generation manifest: immutable, left as is
+	UpgradeRefused      = "refused"       // malformed or invalid: reported, never rewritten
+	UpgradeChanged      = "changed"       // changed by another writer meanwhile: not rewritten
+	UpgradeUnreadable   = "unreadable"    // the store failed to read or write it
+	upgradeKindBinding  = "binding"
+	upgradeKindHead     = "head"
+	upgradeKindManifest = "generation"
+	upgradeKindQuarant  = "quarantine"
+	upgradeKindLease    = "lease"
+)
+
+// UpgradeItem is what Upgrade did with one document.
+type UpgradeItem struct {
+	Key    string `json:"key"`
+	Kind   string `json:"kind"`
+	Action string `json:"action"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// UpgradeReport is the outcome of Upgrade. Items lists every document not
+// already current.
+type UpgradeReport struct {
+	DryRun  bool           `json:"dry_run"`
+	Counts  map[string]int `json:"counts"`
+	Items   []UpgradeItem  `json:"items"`
+	Scanned int            `json:"scanned"`
+}
+
+// Err summarises the documents that were refused, changed or unreadable:
+// nil when there are none. Refused documents wrap ErrCorruptDocument,
+// documents changed meanwhile store.ErrPreconditionFailed.
+func (r *UpgradeReport) Err() error {
+	var refused, changed, unreadable []UpgradeItem
+	for _, it := range r.Items {
+		switch it.Action {
+		case UpgradeRefused:
+			refused = append(refused, it)
+		case UpgradeChanged:
+			changed = append(changed, it)
+		case UpgradeUnreadable:
+			unreadable = append(unreadable, it)
+		}
+	}
+	switch {
+	case len(refused) > 0:
+		return fmt.Errorf("store upgrade: %w: %d documents refused, not rewritten; first: %s", ErrCorruptDocument, len(refused), refused[0].Detail)
+	case len(unreadable) > 0:
+		return fmt.Errorf("store upgrade: %d documents could not be read; first: %s", len(unreadable), unreadable[0].Detail)
+	case len(changed) > 0:
+		return fmt.Errorf("store upgrade: %w: %d documents changed by another writer meanwhile, not rewritten; first: %s (rerun to upgrade them)", store.ErrPreconditionFailed, len(changed), changed[0].Key)
+	}
+	return nil
+}
+
+// Upgrade rewrites every binding, stream head (of a bound stream),
+// quarantine record (open and archived) and lease written before document
+// digests into the current form: the same content plus its digest, each
+// with a Put If-Match on the ETag of the bytes it read and checked. A
+// document is first decoded strictly; one that is malformed or invalid is
+// reported and left alone. Documents already current are skipped, so a
+// rerun is a no-op. Generation manifests are immutable and referenced by
+// the SHA-256 of their bytes: legacy ones are read strictly and counted as
+// kept. dryRun writes nothing.
+//
+// The error is for the listing; per-document outcomes are in the report
+// (see UpgradeReport.Err).
+func Upgrade(ctx context.Context, st store.Store, dryRun bool) (*UpgradeReport, error) {
+	rep := &UpgradeReport{DryRun: dryRun, Counts: map[string]int{}, Items: []UpgradeItem{}}
+	bindings, err := st.List(ctx, BindingsPrefix)
+	if err != nil {
+		return rep, fmt.Errorf("store upgrade: list %s: %w", BindingsPrefix, err)
+	}
+	var sids []string
+	seen := map[string]bool{}
+	for _, in := range bindings {
+		var b Binding
+		check := func() error {
+			t, p, err := ParseBindingKey(in.Key)
+			if err != nil {
+				return corrupt(in.Key, "%v", err)
+			}
+			if b.Topic != t || b.Partition != p {
+				return corrupt(in.Key, "names partition %s-%d", b.Topic, b.Partition)
+			}
+			return nil
+		}
+		if ok := upgradeOne(ctx, st, rep, in.Key, upgradeKindBinding, &b, check, dryRun); ok && !seen[b.StreamID] {
+			seen[b.StreamID] = true
+			sids = append(sids, b.StreamID)
+		}
+	}
+	for _, sid := range sids {
+		var h Head
+		key := HeadKey(sid)
+		upgradeOne(ctx, st, rep, key, upgradeKindHead, &h, func() error {
+			if h.StreamID != sid {
+				return corrupt(key, "names stream %s", h.StreamID)
+			}
+			return nil
+		}, dryRun)
+		gens, err := st.List(ctx, GenerationsPrefix(sid))
+		if err != nil {
+			return rep, fmt.Errorf("store upgrade: list %s: %w", GenerationsPrefix(sid), err)
+		}
+		for _, in := range gens {
+			n, err := ParseGenerationKey(in.Key)
+			if err != nil {
+				rep.Scanned++
+				rep.Counts[UpgradeRefused]++
+				rep.Items = append(rep.Items, UpgradeItem{Key: in.Key, Kind: upgradeKindManifest, Action: UpgradeRefused,
+					Detail: fmt.Sprintf("%s is not a generation manifest: %v", in.Key, err)})
+				continue
+			}
+			var g Generation
+			upgradeOne(ctx, st, rep, in.Key, upgradeKindManifest, &g, func() error {
+				if g.StreamID != sid || g.Gen != n {
+					return corrupt(in.Key, "names stream %s generation %d", g.StreamID, g.Gen)
+				}
+				return nil
+			}, dryRun)
+		}
+	}
+	for _, prefix := range []string{QuarantinePrefix, LeasesPrefix} {
+		infos, err := st.List(ctx, prefix)
+		if err != nil {
+			return rep, fmt.Errorf("store upgrade: list %s: %w", prefix, err)
+		}
+		for _, in := range infos {
+			if !strings.HasSuffix(in.Key, ".json") {
+				continue
+			}
+			if prefix == QuarantinePrefix {
+				upgradeOne(ctx, st, rep, in.Key, upgradeKindQuarant, &Quarantine{}, nil, dryRun)
+			} else {
+				upgradeOne(ctx, st, rep, in.Key, upgradeKindLease, &Lease{}, nil, dryRun)
+			}
+		}
+	}
+	return rep, nil
+}
+
+// upgradeOne reads, checks and (unless dryRun) rewrites one document; it
+// reports whether v holds a valid decoded document.
+func upgradeOne(ctx context.Context, st store.Store, rep *UpgradeReport, key, kind string, v interface{ Validate() error }, check func() error, dryRun bool) bool {
+	rep.Scanned++
+	add := func(action, detail string) {
+		rep.Counts[action]++
+		if action != UpgradeCurrent {
+			rep.Items = append(rep.Items, UpgradeItem{Key: key, Kind: kind, Action: action, Detail: detail})
+		}
+	}
+	data, err := store.GetCapped(ctx, st, key, MaxDocumentBytes)
+	if err != nil {
+		if errors.Is(err, store.ErrTooLarge) {
+			add(UpgradeRefused, corrupt(key, "larger than %d bytes", MaxDocumentBytes).Error())
+		} else {
+			add(UpgradeUnreadable, fmt.Sprintf("read %s: %v", key, err))
+		}
+		return false
+	}
+	hasDigest, err := decodeFull(key, data, v)
+	legacy := errors.Is(err, ErrLegacyDocument)
+	if err != nil && !legacy {
+		add(UpgradeRefused, err.Error())
+		return false
+	}
+	if check != nil {
+		if err := check(); err != nil {
+			add(UpgradeRefused, err.Error())
+			return false
+		}
+	}
+	if !legacy {
+		if _, tolerated := v.(legacyTolerated); tolerated && !hasDigest {
+			add(UpgradeKept, "immutable and referenced by the SHA-256 of its bytes; left without a digest")
+			return true
+		}
+		add(UpgradeCurrent, "")
+		return true
+	}
+	if dryRun {
+		add(UpgradeWould, "")
+		return true
+	}
+	want := Encode(v)
+	_, err = st.Put(ctx, key, want, store.IfMatch(store.ETagOf(data)))
+	if err == nil {
+		add(UpgradeUpgraded, "")
+		return true
+	}
+	if errors.Is(err, store.ErrPreconditionFailed) {
+		// Lost response or another writer: the stored bytes decide.
+		if cur, gerr := store.GetCapped(ctx, st, key, MaxDocumentBytes); gerr == nil && string(cur) == string(want) {
+			add(UpgradeUpgraded, "")
+			return true
+		}
+		add(UpgradeChanged, fmt.Sprintf("upgrade %s: it changed since it was read", key))
+		return true
+	}
+	add(UpgradeUnreadable, fmt.Sprintf("upgrade %s: %v", key, err))
+	return true
+}

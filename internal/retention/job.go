@@ -286,6 +286,10 @@ func loadProgress(path string) (*Progress, error) {
 
 func saveProgress(path string, p *Progress) error {
 	p.UpdatedMs = time.Now().UnixMilli()
+	return writeProgressRaw(path, p)
+}
+
+func writeProgressRaw(path string, p *Progress) error {
 	b, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {
 		return err

@@ -39,7 +39,7 @@ var topicConfigKeys = map[string]struct {
 	min   int64 // the smallest accepted value
 }{
 	"retention.ms":          {min: -1},
-	"retention.bytes":       {min: -1},
+	"retention.bytes":       {min: math.MinInt64}, // any long; negative = no limit (R23)
 	"segment.bytes":         {int32: true, min: 14},
 	"segment.ms":            {min: 1},
 	"delete.retention.ms":   {min: 0},
@@ -64,17 +64,20 @@ func IsTopicConfigKey(key string) bool {
 }
 
 // SetTopicConfig sets one Kafka topic config in c, validated with Kafka's
-// name, type and range: cleanup.policy is a list of delete and compact;
-// segment.bytes an INT of at least 14; retention.ms and retention.bytes a
-// LONG of at least -1 (-1: no limit); segment.ms and max.compaction.lag.ms
-// at least 1; delete.retention.ms and min.compaction.lag.ms at least 0.
-// Numbers are decimal, without sign for positives, as Kafka prints them.
+// name, type and range (docs/kafka-retention-rules.md R23): cleanup.policy
+// is a non-empty list of delete and compact (case-sensitive, as Kafka's
+// validator); segment.bytes an INT of at least 14; retention.ms a LONG of
+// at least -1 (-1: no limit); retention.bytes any LONG (a negative one is
+// no limit, stored as -1); segment.ms and max.compaction.lag.ms at least 1;
+// delete.retention.ms and min.compaction.lag.ms at least 0. Numbers are
+// decimal.
 func SetTopicConfig(c *layout.TopicConfig, key, value string) error {
 	if key == "cleanup.policy" {
 		var ps []string
 		seen := map[string]bool{}
 		for _, p := range strings.Split(value, ",") {
-			p = strings.ToLower(strings.TrimSpace(p))
+			// Kafka's validator (ValidList.in) is case-sensitive.
+			p = strings.TrimSpace(p)
 			if p != "delete" && p != "compact" {
 				return fmt.Errorf("%w: cleanup.policy=%s: want delete, compact or compact,delete", ErrBadTopicConfig, value)
 			}
@@ -105,7 +108,9 @@ func SetTopicConfig(c *layout.TopicConfig, key, value string) error {
 	case "retention.ms":
 		c.RetentionMs = n
 	case "retention.bytes":
-		c.RetentionBytes = n
+		// Kafka takes any negative as "no size limit"; the binding
+		// stores it as -1.
+		c.RetentionBytes = max(n, -1)
 	case "segment.bytes":
 		c.SegmentBytes = n
 	case "segment.ms":

@@ -12,7 +12,7 @@ import (
 
 func TestSetTopicConfigKafkaRules(t *testing.T) {
 	ok := []struct{ k, v string }{
-		{"cleanup.policy", "delete"}, {"cleanup.policy", "compact"}, {"cleanup.policy", "compact,delete"}, {"cleanup.policy", "Delete, compact"},
+		{"cleanup.policy", "delete"}, {"cleanup.policy", "compact"}, {"cleanup.policy", "compact,delete"}, {"cleanup.policy", "delete, compact"},
 		{"retention.ms", "-1"}, {"retention.ms", "0"}, {"retention.ms", "9223372036854775807"},
 		{"retention.bytes", "-1"}, {"retention.bytes", "1073741824"},
 		{"segment.bytes", "14"}, {"segment.bytes", "2147483647"},
@@ -35,7 +35,7 @@ func TestSetTopicConfigKafkaRules(t *testing.T) {
 		{"retention.hours", "1", "unknown key"}, {"log.retention.ms", "1", "unknown key"},
 		{"cleanup.policy", "forever", "want delete"}, {"cleanup.policy", "", "want delete"}, {"cleanup.policy", "delete,", "want delete"},
 		{"retention.ms", "-2", "want -1.."}, {"retention.ms", "7d", "not a decimal"}, {"retention.ms", "+5", ""}, {"retention.ms", "9223372036854775808", "not a decimal"},
-		{"retention.bytes", "-5", "want -1.."}, {"segment.bytes", "13", "want 14.."}, {"segment.bytes", "2147483648", "want 14..2147483647"},
+		{"cleanup.policy", "Delete", "want delete"}, {"segment.bytes", "13", "want 14.."}, {"segment.bytes", "2147483648", "want 14..2147483647"},
 		{"segment.ms", "0", "want 1.."}, {"delete.retention.ms", "-1", "want 0.."}, {"min.compaction.lag.ms", "-1", "want 0.."},
 		{"max.compaction.lag.ms", "0", "want 1.."}, {"retention.ms", " 1", "not a decimal"},
 	}
@@ -52,6 +52,11 @@ func TestSetTopicConfigKafkaRules(t *testing.T) {
 		if !errors.Is(err, ErrBadTopicConfig) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s=%q: err %v, want %q", c.k, c.v, err, c.want)
 		}
+	}
+	// Kafka takes any negative retention.bytes as no limit.
+	cfg := layout.DefaultTopicConfig()
+	if err := SetTopicConfig(&cfg, "retention.bytes", "-5"); err != nil || cfg.RetentionBytes != -1 {
+		t.Errorf("retention.bytes=-5: %v, stored %d", err, cfg.RetentionBytes)
 	}
 	if _, err := ParseKV([]string{"retention.ms=1", "retention.ms=2"}); err == nil {
 		t.Error("a key given twice: want an error")

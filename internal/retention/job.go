@@ -221,7 +221,12 @@ func resumable(o JobOptions, targets []string, start time.Time) (*Progress, stri
 	if err != nil {
 		return nil, "", fmt.Errorf("retention run: read progress file %s: %w", o.ProgressFile, err)
 	}
-	if old.Complete || old.Store != o.StoreID || old.Selection != o.Selection ||
+	if !old.Complete && old.Store != o.StoreID {
+		// Another store's interrupted run (or a file written before
+		// progress was keyed on the store's identity): never resumed here.
+		return nil, fmt.Sprintf("progress file %s holds an interrupted run of another store (%s): not resumed; this run plans every partition", o.ProgressFile, old.Store), nil
+	}
+	if old.Complete || old.Selection != o.Selection ||
 		strings.Join(old.Targets, ",") != strings.Join(targets, ",") ||
 		(o.NowExplicit && old.NowMs != o.Now.UnixMilli()) {
 		// Another run's progress (finished, another store, selection or

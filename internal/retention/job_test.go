@@ -116,8 +116,8 @@ func TestJobResumesOnlyItsOwnStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Resumed != 0 || rep.Trimmed != 1 {
-		t.Fatalf("store b: resumed %d, trimmed %d: want 0 and 1", rep.Resumed, rep.Trimmed)
+	if rep.Resumed != 0 || rep.Trimmed != 1 || !strings.Contains(rep.ProgressDiscarded, "another store (file:///x/a/nereus-data)") {
+		t.Fatalf("store b: resumed %d, trimmed %d, discarded %q: want 0, 1 and a notice", rep.Resumed, rep.Trimmed, rep.ProgressDiscarded)
 	}
 	if p, _ := loadProgress(progress); p.Store != ob.StoreID || !p.Complete {
 		t.Fatalf("progress now %q complete %v", p.Store, p.Complete)

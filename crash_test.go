@@ -240,7 +240,7 @@ func TestRetentionResume(t *testing.T) {
 		return s
 	}
 	initial := orders()
-	args := []string{"retention", "run", "--all", "--now", now, "--progress-file", progress}
+	args := []string{"retention", "run", "--all", "--yes", "--now", now, "--progress-file", progress}
 	code, _, stderr := cli(t, url, []string{"NEREUSCTL_TEST_CRASH_AFTER=head#3"}, args...)
 	if code != 137 {
 		t.Fatalf("crash run: exit %d: %s", code, stderr)
@@ -320,7 +320,7 @@ func TestRetentionLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	prog := filepath.Join(t.TempDir(), "p.json")
-	code, _, stderr := cli(t, url, nil, "retention", "run", "--all", "--progress-file", prog)
+	code, _, stderr := cli(t, url, nil, "retention", "run", "--all", "--yes", "--progress-file", prog)
 	if code != 4 || !strings.Contains(stderr, "held by cron@other-host until") {
 		t.Fatalf("held lease: exit %d: %s", code, stderr)
 	}
@@ -331,11 +331,11 @@ func TestRetentionLease(t *testing.T) {
 	if _, err := lease.Acquire(ctx, st, retention.LeaseName, "crashed-run", -time.Second, nil); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, stderr := cli(t, url, nil, "retention", "run", "--all", "--progress-file", prog); code != 0 {
+	if code, out, stderr := cli(t, url, nil, "retention", "run", "--all", "--yes", "--progress-file", prog); code != 0 {
 		t.Fatalf("expired lease: exit %d\n%s%s", code, out, stderr)
 	}
 	// two at once: the slow first one holds the lease
-	slow, _, _ := cliProc(t, url, nil, "retention", "run", "--all", "--progress-file", filepath.Join(t.TempDir(), "a.json"), "--max-requests-per-second", "40")
+	slow, _, _ := cliProc(t, url, nil, "retention", "run", "--all", "--yes", "--progress-file", filepath.Join(t.TempDir(), "a.json"), "--max-requests-per-second", "40")
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if _, err := st.Head(ctx, layout.LeaseKey(retention.LeaseName)); err == nil {
@@ -346,7 +346,7 @@ func TestRetentionLease(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	code, _, stderr = cli(t, url, nil, "retention", "run", "--all", "--progress-file", filepath.Join(t.TempDir(), "b.json"))
+	code, _, stderr = cli(t, url, nil, "retention", "run", "--all", "--yes", "--progress-file", filepath.Join(t.TempDir(), "b.json"))
 	if code != 4 || !strings.Contains(stderr, "held by") {
 		t.Fatalf("concurrent run: exit %d: %s", code, stderr)
 	}

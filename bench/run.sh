@@ -156,7 +156,7 @@ if want retention; then
   $N --store "file://$work/many" demo --topics orders,payments,customers --partitions "$parts" --records $((parts * 3 * 60)) --checkpoints 1 --no-tour >/dev/null
   t1=$(now)
   n=$(ls "$work"/many/bindings/*/ | grep -c json)
-  t2=$(now); $N --store "file://$work/many" retention run --all --now 2027-06-01T00:00:00Z --progress-file "$work/p.json" > "$work/ret.txt"; t3=$(now)
+  t2=$(now); $N --store "file://$work/many" retention run --all --yes --now 2027-06-01T00:00:00Z --progress-file "$work/p.json" > "$work/ret.txt"; t3=$(now)
   report "retention run --all over $n partitions (embedded default)" "(reported)" "$(secs "$(elapsed "$t2" "$t3")") s ($(tail -1 "$work/ret.txt" | cut -c1-60)); demo took $(secs "$(elapsed "$t0" "$t1")") s"
 fi
 

@@ -14,6 +14,7 @@ func addCommands(root *cobra.Command, g *globals) {
 		newTrimCmd(g),
 		newDeleteRecordsCmd(g),
 		newRetentionCmd(g),
+		newConfigCmd(g),
 		newGCCmd(g),
 		newCompletionCmd(g),
 		newGenDocsCmd(g),

@@ -11,6 +11,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/importer"
 	"github.com/nereusctl/nereusctl/internal/kafka"
+	"github.com/nereusctl/nereusctl/internal/retention"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
 
@@ -28,15 +29,19 @@ bindings. Existing bindings are never touched.` + exitStatusHelp(),
 
 type importOptions struct {
 	importer.Options
-	partition int64
+	partition   int64
+	topicConfig []string
+	configFile  string
 }
 
 func (o *importOptions) addFlags(c *cobra.Command) {
 	f := c.Flags()
 	f.StringVar(&o.Topic, "topic", "", "topic name (default: from the directory name TOPIC-PARTITION); needs --partition")
 	f.Int64Var(&o.partition, "partition", -1, "partition number; needs --topic")
-	f.StringVar(&o.CleanupPolicy, "cleanup-policy", "", "the binding's cleanup.policy: delete, compact or compact,delete (default: compact for __consumer_offsets and __transaction_state, else delete)")
-	f.Int64Var(&o.SegmentBytes, "segment-bytes", 0, "the binding's segment.bytes (default: Kafka's: 100 MiB for the internal topics, else 1 GiB)")
+	f.StringVar(&o.CleanupPolicy, "cleanup-policy", "", "the binding's cleanup.policy: delete, compact or compact,delete (default: compact for __consumer_offsets and __transaction_state, else delete); same as --topic-config cleanup.policy=")
+	f.Int64Var(&o.SegmentBytes, "segment-bytes", 0, "the binding's segment.bytes (default: Kafka's: 100 MiB for the internal topics, else 1 GiB); same as --topic-config segment.bytes=")
+	f.StringArrayVar(&o.topicConfig, "topic-config", nil, "a topic config KEY=VALUE with Kafka's name (repeatable): "+strings.Join(retention.TopicConfigKeys(), ", "))
+	f.StringVar(&o.configFile, "topic-config-file", "", "a file holding 'kafka-configs --describe --entity-type topics --entity-name TOPIC [--all]' output (or KEY=VALUE lines)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "read, recover and report, but write nothing")
 	f.Int64Var(&o.MaxSegmentBytes, "max-segment-bytes", importer.DefaultMaxSegmentBytes, "refuse a .log file larger than this")
 }
@@ -60,6 +65,18 @@ func (o *importOptions) validate(c *cobra.Command) error {
 	}
 	if o.MaxSegmentBytes <= 0 {
 		return exitcode.UsageErr(fmt.Errorf("--max-segment-bytes %d: want > 0", o.MaxSegmentBytes))
+	}
+	kvs, err := retention.ParseKV(o.topicConfig)
+	if err != nil {
+		return exitcode.Wrap(exitcode.Usage, fmt.Errorf("import kafka-log: --topic-config: %w", err), topicConfigHint)
+	}
+	o.TopicConfig = kvs
+	if o.configFile != "" {
+		data, err := readCappedFile(o.configFile, 16<<20)
+		if err != nil {
+			return exitcode.UsageErr(fmt.Errorf("import kafka-log: --topic-config-file: %w", err))
+		}
+		o.ConfigFileData, o.ConfigFileName = data, o.configFile
 	}
 	return nil
 }
@@ -98,16 +115,26 @@ The partition's leader-epoch-checkpoint is compared with the replayed
 leader epochs: match, explained (e.g. the first batches of an epoch were
 compacted away) or differ.
 
-The binding's config is Kafka's default for the topic (cleanup.policy
-compact for __consumer_offsets and __transaction_state, else delete) with
---cleanup-policy and --segment-bytes applied. --dry-run reads, recovers and
-reports everything but writes nothing.` + exitStatusHelp(
+The binding's config snapshot is what retention and compaction plan with,
+so import never invents a retention policy. Give the topic's config with
+--topic-config-file (the output of 'kafka-configs --describe --entity-type
+topics --entity-name TOPIC', best with --all; plain KEY=VALUE lines work
+too; other configs Kafka lists are ignored and named) and/or --topic-config
+KEY=VALUE (repeatable; Kafka's names, types and ranges), applied in that
+order. A key no config gives takes Kafka's default, except retention.ms and
+retention.bytes: they are -1, retention OFF, and import says so on stderr
+and in its report. cleanup.policy is compact for __consumer_offsets and
+__transaction_state, else delete, unless given. The binding records where
+its config came from (config_source); change it later with 'nereusctl config
+set'. --dry-run reads, recovers and reports everything but writes nothing.` + exitStatusHelp(
 			"1 the binding exists already",
 			"2 the directory, a file in it or its name is refused (symlink, non-regular file, bad name, too large)",
 			"3 a segment file is corrupt (CRC, torn or zero tail in a non-last segment, overlapping offsets)"),
 		Example: `  nereusctl import kafka-log /var/lib/kafka/data/__consumer_offsets-18
   nereusctl import kafka-log ./backup/orders-0 --dry-run
-  nereusctl import kafka-log ./restore/p0 --topic orders --partition 0 --cleanup-policy compact,delete -o json`,
+  nereusctl import kafka-log ./restore/p0 --topic orders --partition 0 --topic-config cleanup.policy=compact,delete -o json
+  kafka-configs.sh --bootstrap-server kafka:9092 --describe --all --entity-type topics --entity-name orders > orders.cfg
+  nereusctl import kafka-log /var/lib/kafka/data/orders-0 --topic-config-file orders.cfg`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(cmd); err != nil {
@@ -146,6 +173,16 @@ func runImport(cmd *cobra.Command, g *globals, o *importOptions) error {
 	if err != nil {
 		return importErr(err)
 	}
+	if len(res.ConfigDefaulted) > 0 {
+		name := fmt.Sprintf("%s-%d", res.Topic, res.Partition)
+		off := "retention is OFF"
+		if !res.RetentionOff {
+			off = "that retention limit is off"
+		}
+		fmt.Fprintf(g.stderr, "import kafka-log %s: %s: no topic config gave them, so %s (config source: %s)\n",
+			name, strings.Join(res.ConfigDefaulted, ", "), off, res.ConfigSource)
+		fmt.Fprintf(g.stderr, "hint: give the topic's config with --topic-config-file or --topic-config, or later: nereusctl config set %s retention.ms=VALUE\n", res.Topic)
+	}
 	if g.json() {
 		return writeJSON(g.stdout, struct {
 			SchemaVersion int `json:"schema_version"`
@@ -157,6 +194,8 @@ func runImport(cmd *cobra.Command, g *globals, o *importOptions) error {
 
 func importErr(err error) error {
 	switch {
+	case errors.Is(err, retention.ErrBadTopicConfig):
+		return exitcode.Wrap(exitcode.Usage, err, topicConfigHint)
 	case errors.Is(err, importer.ErrBindingExists):
 		return exitcode.Wrap(exitcode.Error, err, "the partition is bound already; import into another store (--store) or choose another --topic/--partition")
 	case errors.Is(err, importer.ErrRefused):
@@ -178,7 +217,7 @@ func renderImport(w io.Writer, r *importer.Result) error {
 	fmt.Fprintf(w, "Segments: %d, batches %d, records %d, %d bytes kept, %d dropped\n", len(r.Segments), r.Batches, r.Records, r.Bytes, r.BytesDropped)
 	fmt.Fprintf(w, "Stream: start %d, head %d, log start %d from %s\n", r.Start, r.Head, r.LogStart, r.LogStartSource)
 	fmt.Fprintf(w, "        %d objects, %d sealed generations, the last segment open\n", r.Objects, r.Generations)
-	fmt.Fprintf(w, "Config: cleanup.policy=%s segment.bytes=%d retention.ms=%d\n", r.Config.CleanupPolicy, r.Config.SegmentBytes, r.Config.RetentionMs)
+	fmt.Fprintf(w, "Config: cleanup.policy=%s retention.ms=%d retention.bytes=%d segment.bytes=%d (source: %s)\n", r.Config.CleanupPolicy, r.Config.RetentionMs, r.Config.RetentionBytes, r.Config.SegmentBytes, r.ConfigSource)
 	if r.GapsTotal == 0 {
 		fmt.Fprintln(w, "Gaps: none")
 	} else {
@@ -229,3 +268,7 @@ func renderImport(w io.Writer, r *importer.Result) error {
 	}
 	return nil
 }
+
+// topicConfigHint lists what a topic config may say.
+var topicConfigHint = "topic configs use Kafka's names: " + strings.Join(retention.TopicConfigKeys(), ", ") +
+	"; cleanup.policy is delete, compact or compact,delete; numbers are decimal (-1 for no limit on retention.ms and retention.bytes)"

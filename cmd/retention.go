@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -19,7 +20,7 @@ func newRetentionCmd(g *globals) *cobra.Command {
 		Short: "Time and size retention: the nightly cron job",
 		Long:  "Apply retention.ms and retention.bytes the way Kafka's log manager does, as a resumable, lease-guarded job." + exitStatusHelp(),
 		Example: `  nereusctl retention run --all --dry-run
-  nereusctl retention run --all --metrics-file /var/lib/node_exporter/textfile/nereus_retention.prom`,
+  nereusctl retention run --all --yes --metrics-file /var/lib/node_exporter/textfile/nereus_retention.prom`,
 	}
 	c.AddCommand(newRetentionRunCmd(g))
 	return c
@@ -28,6 +29,8 @@ func newRetentionCmd(g *globals) *cobra.Command {
 type retentionRunOptions struct {
 	sel          partitionSel
 	dryRun       bool
+	yes          bool
+	restart      bool
 	now          string
 	progressFile string
 	metricsFile  string
@@ -49,25 +52,44 @@ A lease in the store (leases/retention.json) excludes a concurrent run: a
 second run exits 4 saying who holds it and until when. An expired lease, or
 one whose holder process died on this host (a killed cron job), is taken
 over. Progress is written to a local file atomically after each
-partition completes; a killed run, rerun with the same selection, resumes
-where it stopped (the partition it was on is redone, which is a no-op) and
-keeps the first run's clock. --dry-run takes no lease, writes no progress and
+partition completes; by default one file per store, named after the store's
+canonical identity (the absolute path of a file:// store, the endpoint,
+bucket and prefix of an s3:// one), so two stores never share it. A killed
+run, rerun with the same store and selection, resumes where it stopped (the
+partition it was on is redone, which is a no-op) and keeps the first run's
+clock. Progress last written more than 6 × --lease-ttl ago is not resumed:
+the run says so on stderr and starts afresh with a new clock. A corrupt
+progress file is refused; --restart discards it (or any progress) and plans
+every partition again. --dry-run takes no lease, writes no progress and
 changes nothing.
 
+A run that would remove EVERY record of a partition (the log start moves up
+to the HW, e.g. a topic idle for longer than retention.ms) needs --yes: on a
+terminal it asks (y/N on stdin); otherwise it refuses with exit 2 before
+trimming anything. Without --yes the run plans every partition first to
+find such trims; cron jobs pass --yes.
+
 --metrics-file writes Prometheus text-format metrics for node_exporter's
-textfile collector (atomically).` + exitStatusHelp("1 unless every partition succeeded", "4 when another run holds the lease"),
+textfile collector (atomically); its folder must exist and be writable, which
+is checked before any trim. A dry run never writes the metrics file.
+
+SIGINT or SIGTERM stops the run after the partition in progress: the
+partitions done so far are printed and the exit status is 130; rerun the
+same command to resume.` + exitStatusHelp("1 unless every partition succeeded", "2 a trim removing every record of a partition was not confirmed (--yes), or --metrics-file cannot be written", "4 when another run holds the lease"),
 		Example: `  nereusctl retention run --all --dry-run
-  nereusctl retention run --all --now 2026-11-29T03:00:00Z -o json
-  nereusctl retention run --all --shard 1/4 --metrics-file /var/lib/node_exporter/textfile/nereus.prom`,
+  nereusctl retention run --all --now 2026-11-29T03:00:00Z --dry-run -o json
+  nereusctl retention run --all --yes --shard 1/4 --metrics-file /var/lib/node_exporter/textfile/nereus.prom`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runRetention(cmd, g, o, args)
 		},
 	}
 	o.sel.addFlags(c, true)
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the plan for every partition; write nothing")
+	c.Flags().BoolVar(&o.yes, "yes", false, "trim partitions whose every record expired without asking (cron jobs)")
+	c.Flags().BoolVar(&o.restart, "restart", false, "discard the progress file of an interrupted run and plan every partition again")
 	c.Flags().StringVar(&o.now, "now", "", "the time retention.ms is measured against (RFC3339; default: now)")
 	c.Flags().StringVar(&o.progressFile, "progress-file", "", "local progress file (default: under $XDG_STATE_HOME/nereusctl, one per store)")
-	c.Flags().StringVar(&o.metricsFile, "metrics-file", "", "write Prometheus text-format metrics to this file")
+	c.Flags().StringVar(&o.metricsFile, "metrics-file", "", "write Prometheus text-format metrics to this file (its folder must exist)")
 	c.Flags().DurationVar(&o.leaseTTL, "lease-ttl", 10*time.Minute, "how long the store lease lasts between renewals")
 	return c
 }
@@ -85,6 +107,18 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 	if o.leaseTTL < time.Second {
 		return exitcode.UsageErr(fmt.Errorf("--lease-ttl %s: want at least 1s", o.leaseTTL))
 	}
+	// The metrics file is checked before anything is planned or trimmed:
+	// a cron line with a wrong path fails at once, not after the trims.
+	if o.metricsFile != "" {
+		if err := localfile.CheckWritable(o.metricsFile); err != nil {
+			return exitcode.Wrap(exitcode.Usage, fmt.Errorf("retention run: --metrics-file: %w", err),
+				"create the folder (node_exporter's textfile directory) or fix the path; nothing was trimmed")
+		}
+	}
+	storeID, err := retention.StoreIdentity(g.cfg.Store, g.cfg.S3Endpoint)
+	if err != nil {
+		return exitcode.UsageErr(fmt.Errorf("retention run: %w", err))
+	}
 	st, err := g.store(ctx)
 	if err != nil {
 		return err
@@ -99,58 +133,123 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 	}
 	progress := o.progressFile
 	if progress == "" {
-		progress = retention.DefaultProgressFile(g.cfg.Store)
+		progress = retention.DefaultProgressFile(storeID)
+	}
+	opts := retention.JobOptions{
+		Partitions: tps, Selection: selection, Now: now, NowExplicit: nowExplicit, DryRun: o.dryRun,
+		ProgressFile: progress, StoreID: storeID, Holder: lease.Holder(), Restart: o.restart,
+		LeaseTTL: o.leaseTTL, Hooks: crashHooks(),
+	}
+	if !o.dryRun && !o.yes {
+		// A first pass finds the partitions whose every record would go,
+		// so that they are confirmed (or refused) before anything is
+		// trimmed.
+		first := opts
+		first.PlanOnly = true
+		prep, err := retention.RunJob(ctx, st, first)
+		if err != nil {
+			return err
+		}
+		var full []string
+		for _, r := range prep.Partitions {
+			if r.RemovesEverything() {
+				full = append(full, fmt.Sprintf("%s-%d (log start %d -> HW %d)", r.Topic, r.Partition, r.CurrentLogStart, r.HW))
+			}
+		}
+		confirmed, err := confirmFull(g, "retention run", full)
+		if err != nil {
+			return err
+		}
+		opts.ConfirmFull = confirmed.check
 	}
 	prog := newCountProgress(g, "partitions", int64(len(tps)))
 	defer prog.done()
-	rep, err := retention.RunJob(ctx, st, retention.JobOptions{
-		OnPartition: func(done, total int, r *retention.Result) { prog.add(1) },
-		Partitions:  tps, Selection: selection, Now: now, NowExplicit: nowExplicit, DryRun: o.dryRun,
-		ProgressFile: progress, StoreName: g.cfg.Store, Holder: lease.Holder(),
-		LeaseTTL: o.leaseTTL, Hooks: crashHooks(),
-	})
+	opts.OnPartition = func(done, total int, r *retention.Result) { prog.add(1) }
+	rep, err := retention.RunJob(ctx, st, opts)
 	prog.done()
 	if err != nil {
 		if he, ok := err.(*lease.HeldError); ok {
 			return exitcode.BlockedErr(fmt.Errorf("retention run: %w", he), "another retention run is working on this store; wait for it, or for the lease to expire at "+he.Until.UTC().Format(time.RFC3339))
 		}
+		if errors.Is(err, retention.ErrProgressCorrupt) {
+			return exitcode.Wrap(exitcode.Error, err, "rerun with --restart to discard the progress file (every partition is planned again; trims already done are no-ops)")
+		}
+		if rep != nil && rep.Interrupted {
+			// The partitions done so far, then the interruption.
+			if rerr := renderRetention(g, rep); rerr != nil {
+				return rerr
+			}
+		}
 		return err
 	}
+	if rep.ProgressDiscarded != "" {
+		fmt.Fprintf(g.stderr, "retention run: %s\n", rep.ProgressDiscarded)
+	}
 	if o.metricsFile != "" {
-		if err := localfile.WriteAtomic(o.metricsFile, retention.Metrics(rep, time.Now()), 0o644); err != nil {
+		if rep.DryRun {
+			fmt.Fprintf(g.stderr, "retention run: dry run: %s not written (a dry run never replaces the metrics of real runs)\n", o.metricsFile)
+		} else if err := localfile.WriteAtomic(o.metricsFile, retention.Metrics(rep, time.Now()), 0o644); err != nil {
 			return err
 		}
 	}
-	if g.json() {
-		if err := writeJSON(g.stdout, map[string]any{"schema_version": SchemaVersion, "dry_run": rep.DryRun, "partitions": rep.Partitions, "summary": rep}); err != nil {
-			return err
-		}
-	} else {
-		rows := make([][]string, 0, len(rep.Partitions))
-		for _, r := range rep.Partitions {
-			result := "unchanged"
-			switch {
-			case !r.OK():
-				result = "error: " + r.Error + ": " + r.ErrorDetail
-			case r.Trimmed() && rep.DryRun:
-				result = "would trim"
-			case r.Trimmed():
-				result = "trimmed"
-			}
-			garbage := int64(0)
-			if r.Plan != nil {
-				garbage = r.Plan.GarbageSize
-			}
-			rows = append(rows, []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), fmt.Sprint(r.CurrentLogStart), fmt.Sprint(r.NewLogStart), fmt.Sprint(r.HW), fmt.Sprint(garbage), result})
-		}
-		if err := writeTable(g.stdout, []string{"PARTITION", "LOG START", "NEW LOG START", "HW", "GARBAGE BYTES", "RESULT"}, rows); err != nil {
-			return err
-		}
-		fmt.Fprintf(g.stdout, "retention run: %d partitions: %d trimmed, %d unchanged, %d errors (%d resumed from an interrupted run); %d bytes made garbage; %.1fs\n",
-			len(rep.Partitions), rep.Trimmed, rep.Unchanged, rep.Errors, rep.Resumed, rep.GarbageBytes, rep.Seconds)
+	if err := renderRetention(g, rep); err != nil {
+		return err
 	}
 	if rep.Errors > 0 {
-		return fmt.Errorf("retention run: %d of %d partitions failed", rep.Errors, len(rep.Partitions))
+		err := fmt.Errorf("retention run: %d of %d partitions failed", rep.Errors, len(rep.Partitions))
+		for _, r := range rep.Partitions {
+			if r.Error == retention.ErrNotConfirmed {
+				return exitcode.Wrap(exitcode.Usage, err, "a partition not confirmed in the first pass would lose every record; rerun, or pass --yes")
+			}
+		}
+		return err
+	}
+	return nil
+}
+
+// renderRetention prints a retention report: the JSON document or the
+// table and the summary line (worded as a plan on a dry run).
+func renderRetention(g *globals, rep *retention.JobReport) error {
+	if g.json() {
+		return writeJSON(g.stdout, map[string]any{"schema_version": SchemaVersion, "dry_run": rep.DryRun, "partitions": rep.Partitions, "summary": rep})
+	}
+	rows := make([][]string, 0, len(rep.Partitions))
+	for _, r := range rep.Partitions {
+		result := "unchanged"
+		switch {
+		case !r.OK():
+			result = "error: " + r.Error + ": " + r.ErrorDetail
+		case r.Trimmed() && rep.DryRun:
+			result = "would trim"
+		case r.Trimmed():
+			result = "trimmed"
+		}
+		if r.RemovesEverything() {
+			result += " (every record)"
+		}
+		garbage := int64(0)
+		if r.Plan != nil {
+			garbage = r.Plan.GarbageSize
+		}
+		rows = append(rows, []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), fmt.Sprint(r.CurrentLogStart), fmt.Sprint(r.NewLogStart), fmt.Sprint(r.HW), fmt.Sprint(garbage), result})
+	}
+	garbageCol := "GARBAGE BYTES"
+	if rep.DryRun {
+		garbageCol = "WOULD BE GARBAGE"
+	}
+	if err := writeTable(g.stdout, []string{"PARTITION", "LOG START", "NEW LOG START", "HW", garbageCol, "RESULT"}, rows); err != nil {
+		return err
+	}
+	switch {
+	case rep.Interrupted:
+		fmt.Fprintf(g.stdout, "retention run: interrupted: %d partitions done: %d trimmed, %d unchanged, %d errors (%d resumed from an interrupted run); %d bytes made garbage; %.1fs\n",
+			len(rep.Partitions), rep.Trimmed, rep.Unchanged, rep.Errors, rep.Resumed, rep.GarbageBytes, rep.Seconds)
+	case rep.DryRun:
+		fmt.Fprintf(g.stdout, "retention run (dry run, nothing changed): %d partitions: %d would trim, %d unchanged, %d errors; %d bytes would be made garbage; %.1fs\n",
+			len(rep.Partitions), rep.Trimmed, rep.Unchanged, rep.Errors, rep.GarbageBytes, rep.Seconds)
+	default:
+		fmt.Fprintf(g.stdout, "retention run: %d partitions: %d trimmed, %d unchanged, %d errors (%d resumed from an interrupted run); %d bytes made garbage; %.1fs\n",
+			len(rep.Partitions), rep.Trimmed, rep.Unchanged, rep.Errors, rep.Resumed, rep.GarbageBytes, rep.Seconds)
 	}
 	return nil
 }

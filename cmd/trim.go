@@ -1,11 +1,15 @@
 package cmd
 
 import (
+	"bufio"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/layout"
@@ -15,6 +19,7 @@ import (
 type trimOptions struct {
 	to     int64
 	dryRun bool
+	yes    bool
 }
 
 func newTrimCmd(g *globals) *cobra.Command {
@@ -35,11 +40,17 @@ the same trim after a crash or a lost response finishes the sequence with no
 second checkpoint and no second head mutation.
 
 --dry-run prints the plan (current and new log start, the segments and bytes
-that become garbage, the checkpoint that would be written, the request
-count) and writes nothing.` + exitStatusHelp("1 when the request is refused (OFFSET_OUT_OF_RANGE, POLICY_VIOLATION)"),
+that would become garbage, the checkpoint that would be written, the request
+count) and writes nothing.
+
+A trim that removes EVERY record (the new log start is the HW, e.g. --to -1)
+needs --yes: on a terminal it asks (y/N on stdin); otherwise it is refused
+with exit 2 and nothing is written.` + exitStatusHelp("1 when the request is refused (OFFSET_OUT_OF_RANGE, POLICY_VIOLATION)", "2 a trim removing every record was not confirmed (--yes)"),
 		Example: `  nereusctl trim orders-0 --to 1200 --dry-run
+  # destructive: records below 1200 become unreadable
   nereusctl trim orders-0 --to 1200
-  nereusctl trim orders-0 --to -1 -o json     # up to the HW`,
+  # destructive: every record goes (up to the HW)
+  nereusctl trim orders-0 --to -1 --yes -o json`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !cmd.Flags().Changed("to") {
@@ -55,13 +66,70 @@ count) and writes nothing.` + exitStatusHelp("1 when the request is refused (OFF
 				return exitcode.UsageErr(fmt.Errorf("partition %q: %w", args[0], err))
 			}
 			to := o.to
-			r := retention.RunPartition(ctx, st, retention.Request{TP: tp, DeleteRecords: &to, NowMs: time.Now().UnixMilli(), DryRun: o.dryRun, Hooks: crashHooks()})
+			req := retention.Request{TP: tp, DeleteRecords: &to, NowMs: time.Now().UnixMilli(), DryRun: o.dryRun, Hooks: crashHooks()}
+			if !o.dryRun && !o.yes {
+				req.ConfirmFull = func(r *retention.Result) error {
+					c, err := confirmFull(g, "trim", []string{fmt.Sprintf("%s-%d (log start %d -> HW %d)", r.Topic, r.Partition, r.CurrentLogStart, r.HW)})
+					if err != nil {
+						return err
+					}
+					return c.check(r)
+				}
+			}
+			r := retention.RunPartition(ctx, st, req)
 			return renderTrimResults(g, o.dryRun, []*retention.Result{r}, false)
 		},
 	}
 	c.Flags().Int64Var(&o.to, "to", 0, "the new log start offset (-1: the HW)")
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the plan; write nothing")
+	c.Flags().BoolVar(&o.yes, "yes", false, "remove every record without asking when the new log start is the HW")
 	return c
+}
+
+// confirmIn and stdinIsTerminal are the confirmation prompt's input (tests
+// replace them).
+var (
+	confirmIn       io.Reader = os.Stdin
+	stdinIsTerminal           = func() bool { return term.IsTerminal(int(os.Stdin.Fd())) }
+)
+
+// fullTrims is the set of confirmed trims that remove every record of a
+// partition.
+type fullTrims map[string]bool
+
+// check refuses a full trim that was not confirmed (one the first pass did
+// not see: the partition changed in between).
+func (c fullTrims) check(r *retention.Result) error {
+	if c[fmt.Sprintf("%s-%d", r.Topic, r.Partition)] {
+		return nil
+	}
+	return exitcode.Wrap(exitcode.Usage, fmt.Errorf("trim %s-%d would remove every record (log start %d -> HW %d) and was not confirmed", r.Topic, r.Partition, r.CurrentLogStart, r.HW), "pass --yes to remove them")
+}
+
+// confirmFull asks, on a terminal, before trims that remove every record of
+// the partitions named ("TOPIC-PARTITION (detail)"); without a terminal it
+// refuses (exit 2, naming --yes). It returns the confirmed set.
+func confirmFull(g *globals, op string, full []string) (fullTrims, error) {
+	set := fullTrims{}
+	if len(full) == 0 {
+		return set, nil
+	}
+	for _, f := range full {
+		name, _, _ := strings.Cut(f, " ")
+		set[name] = true
+	}
+	what := fmt.Sprintf("%s would remove EVERY record of %d partition(s): %s", op, len(full), strings.Join(full, ", "))
+	if !stdinIsTerminal() {
+		return nil, exitcode.Wrap(exitcode.Usage, fmt.Errorf("%s; refused without --yes (stdin is not a terminal to ask): nothing was trimmed", what),
+			"pass --yes to remove them (cron jobs pass --yes), or --dry-run to see the plan")
+	}
+	fmt.Fprintf(g.stderr, "%s.\nRemove them? [y/N] ", what)
+	line, _ := bufio.NewReader(confirmIn).ReadString('\n')
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return set, nil
+	}
+	return nil, exitcode.Wrap(exitcode.Usage, fmt.Errorf("%s: not confirmed: nothing was trimmed", op), "answer y, or pass --yes")
 }
 
 // renderTrimResults prints trim / delete-records results and maps failures
@@ -72,9 +140,17 @@ func renderTrimResults(g *globals, dryRun bool, rs []*retention.Result, kafkaSty
 			return err
 		}
 	} else if kafkaStyle {
-		fmt.Fprintln(g.stdout, "Records delete operation completed:")
+		// Kafka's lines for a real run; a dry run says "would" in every
+		// line, so that nothing parsing them takes a plan for a deletion.
+		if dryRun {
+			fmt.Fprintln(g.stdout, "Dry run: records delete operation planned, nothing deleted:")
+		} else {
+			fmt.Fprintln(g.stdout, "Records delete operation completed:")
+		}
 		for _, r := range rs {
-			if r.OK() {
+			if r.OK() && dryRun {
+				fmt.Fprintf(g.stdout, "partition: %s-%d\twould_be_low_watermark: %d\n", r.Topic, r.Partition, r.NewLogStart)
+			} else if r.OK() {
 				fmt.Fprintf(g.stdout, "partition: %s-%d\tlow_watermark: %d\n", r.Topic, r.Partition, r.NewLogStart)
 			} else {
 				fmt.Fprintf(g.stdout, "partition: %s-%d\terror: %s: %s\n", r.Topic, r.Partition, r.Error, r.ErrorDetail)
@@ -100,7 +176,7 @@ func renderTrimResults(g *globals, dryRun bool, rs []*retention.Result, kafkaSty
 	}
 	err := fmt.Errorf("%d of %d partitions failed (%s); first: %s-%d: %s: %s", len(failed), len(rs), strings.Join(failed, ", "), first.Topic, first.Partition, first.Error, first.ErrorDetail)
 	if first.Err != nil {
-		return exitcode.Wrap(exitcode.Of(first.Err), err, "")
+		return exitcode.Wrap(exitcode.Of(first.Err), err, exitcode.HintOf(first.Err))
 	}
 	return err
 }
@@ -112,14 +188,17 @@ func renderPlan(g *globals, r *retention.Result, dryRun bool) {
 		fmt.Fprintf(w, "%s: error: %s: %s\n", name, r.Error, r.ErrorDetail)
 		return
 	}
-	verb := "trimmed"
+	verb, garbage, every := "trimmed", "made garbage for gc", ""
 	if dryRun {
-		verb = "would trim"
+		verb, garbage = "would trim", "would make garbage for gc"
+	}
+	if r.RemovesEverything() {
+		every = ": every record"
 	}
 	if !r.Trimmed() {
 		fmt.Fprintf(w, "%s: log start %d, HW %d: nothing to trim\n", name, r.CurrentLogStart, r.HW)
 	} else {
-		fmt.Fprintf(w, "%s: %s log start %d -> %d (HW %d)\n", name, verb, r.CurrentLogStart, r.NewLogStart, r.HW)
+		fmt.Fprintf(w, "%s: %s log start %d -> %d (HW %d)%s\n", name, verb, r.CurrentLogStart, r.NewLogStart, r.HW, every)
 	}
 	if p := r.Plan; p != nil && (dryRun || r.Trimmed()) {
 		for _, c := range p.Candidates {
@@ -130,12 +209,12 @@ func renderPlan(g *globals, r *retention.Result, dryRun bool) {
 			fmt.Fprintf(w, "  rule %-16s candidate %-8s segments %d, %d bytes\n", c.Rule, off, c.Segments, c.Bytes)
 		}
 		if len(p.Garbage) > 0 {
-			fmt.Fprintf(w, "  garbage for gc: %d segments, %d bytes\n", len(p.Garbage), p.GarbageSize)
+			fmt.Fprintf(w, "  %s: %d segments, %d bytes\n", garbage, len(p.Garbage), p.GarbageSize)
 		}
 	}
 	if r.Trimmed() {
 		if dryRun {
-			fmt.Fprintf(w, "  pre-trim checkpoint: %s\n  requests: about %d\n", r.Checkpoint, r.RequestsEstimate)
+			fmt.Fprintf(w, "  would write pre-trim checkpoint: %s\n  requests: about %d\n", r.Checkpoint, r.RequestsEstimate)
 		} else if t := r.Trim; t != nil {
 			fmt.Fprintf(w, "  pre-trim checkpoint: %s (new object: %v); head trim written: %v; binding updated: %v\n", t.Checkpoint, t.CheckpointPublished, t.HeadMutated, t.BindingMutated)
 		}

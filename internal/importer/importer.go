@@ -35,10 +35,13 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
+	"github.com/nereusctl/nereusctl/internal/retention"
 	"github.com/nereusctl/nereusctl/internal/state"
 	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/stream"
@@ -78,6 +81,14 @@ type Options struct {
 	// SegmentBytes overrides the binding's segment.bytes (0: Kafka's
 	// default for the topic).
 	SegmentBytes int64
+	// TopicConfig are --topic-config KEY=VALUE settings (Kafka's names),
+	// applied last.
+	TopicConfig []retention.KV
+	// ConfigFileData is the content of --topic-config-file, the output of
+	// kafka-configs --describe (retention.ParseKafkaConfigs), named
+	// ConfigFileName; applied first.
+	ConfigFileData []byte
+	ConfigFileName string
 	// DryRun reads and reports everything but writes nothing.
 	DryRun bool
 	// MaxSegmentBytes caps one .log file (0: DefaultMaxSegmentBytes).
@@ -131,6 +142,14 @@ type Result struct {
 	StreamID  string             `json:"stream_id"`
 	Binding   string             `json:"binding"`
 	Config    layout.TopicConfig `json:"config"`
+	// ConfigSource is where Config came from (the binding's config_source).
+	ConfigSource string `json:"config_source"`
+	// ConfigDefaulted lists the retention keys no config gave, with the
+	// value import chose: retention is never invented, it is off (-1).
+	ConfigDefaulted []string `json:"config_defaulted"`
+	// RetentionOff: retention.ms and retention.bytes are both -1, so a
+	// retention run never trims this partition by time or size.
+	RetentionOff bool `json:"retention_off"`
 	// SHA256 is the digest of the imported bytes: SHA-256 over, per
 	// segment, its base offset and kept length (8 bytes big-endian each)
 	// and the SHA-256 of its kept bytes. The stream id derives from it.
@@ -181,6 +200,8 @@ type Import struct {
 	topic     string
 	partition int32
 	cfg       layout.TopicConfig
+	cfgSource string
+	defaulted []string
 	segs      []segmentFile
 	notes     []string
 }
@@ -218,9 +239,9 @@ func Prepare(opt Options) (*Import, error) {
 	} else if err := kafka.ValidateTopic(topic); err != nil {
 		return nil, refused("import kafka-log: --topic: %v", err)
 	}
-	cfg, err := topicConfig(topic, opt)
+	cfg, source, defaulted, cfgNotes, err := topicConfig(topic, opt)
 	if err != nil {
-		return nil, err
+		return nil, refusedConfig{err}
 	}
 	name := kafka.TopicPartitionDir(topic, partition)
 	segs, notes, err := listSegments(dir)
@@ -230,7 +251,8 @@ func Prepare(opt Options) (*Import, error) {
 	if len(segs) == 0 {
 		return nil, refused("import kafka-log %s: no segment files (*.log) in %s", name, dir)
 	}
-	return &Import{opt: opt, dir: dir, topic: topic, partition: partition, cfg: cfg, segs: segs, notes: notes}, nil
+	return &Import{opt: opt, dir: dir, topic: topic, partition: partition, cfg: cfg, cfgSource: source, defaulted: defaulted,
+		segs: segs, notes: append(cfgNotes, notes...)}, nil
 }
 
 // Run reads, recovers and (unless a dry run) writes the import into st.
@@ -242,7 +264,9 @@ func (im *Import) Run(ctx context.Context, st store.Store) (*Result, error) {
 		return nil, errors.New("import kafka-log: no store")
 	}
 	res := &Result{Topic: topic, Partition: partition, Dir: dir, DryRun: opt.DryRun, Config: cfg,
-		Binding: layout.BindingKey(topic, partition), Segments: []SegmentReport{}, Gaps: []Gap{}, Notes: []string{}}
+		ConfigSource: im.cfgSource, ConfigDefaulted: append([]string{}, im.defaulted...),
+		RetentionOff: cfg.RetentionMs == -1 && cfg.RetentionBytes == -1,
+		Binding:      layout.BindingKey(topic, partition), Segments: []SegmentReport{}, Gaps: []Gap{}, Notes: []string{}}
 	name := kafka.TopicPartitionDir(topic, partition)
 	if st != nil {
 		if err := checkNoBinding(ctx, st, topic, partition); err != nil {
@@ -298,7 +322,7 @@ func (im *Import) Run(ctx context.Context, st store.Store) (*Result, error) {
 		return nil, fmt.Errorf("import kafka-log %s: %w", name, err)
 	}
 	binding := &layout.Binding{Topic: topic, TopicID: res.TopicID, Partition: partition, StreamID: res.StreamID, Config: cfg,
-		ObservedLogStart: res.LogStart, Coverage: layout.Coverage{State: layout.CoverageNone}, Version: 1}
+		ObservedLogStart: res.LogStart, Coverage: layout.Coverage{State: layout.CoverageNone}, Version: 1, ConfigSource: im.cfgSource}
 	if err := binding.Validate(); err != nil {
 		return nil, refused("import kafka-log %s: binding: %v", name, err)
 	}
@@ -335,22 +359,86 @@ func (im *Import) Run(ctx context.Context, st store.Store) (*Result, error) {
 	return res, nil
 }
 
-func topicConfig(topic string, opt Options) (layout.TopicConfig, error) {
-	cfg := layout.DefaultTopicConfig()
+// refusedConfig is a topic config error that is also ErrRefused.
+type refusedConfig struct{ err error }
+
+func (e refusedConfig) Error() string        { return e.err.Error() }
+func (e refusedConfig) Unwrap() error        { return e.err }
+func (e refusedConfig) Is(target error) bool { return target == ErrRefused }
+
+// topicConfig builds the binding's config snapshot. Import never invents a
+// retention policy: retention.ms and retention.bytes are -1 (off) unless
+// the kafka-configs file or a --topic-config flag gives them. cleanup.policy
+// is compact for __consumer_offsets and __transaction_state, else delete;
+// the other keys are Kafka's defaults. The file applies first, then the
+// --cleanup-policy and --segment-bytes flags, then --topic-config.
+func topicConfig(topic string, opt Options) (cfg layout.TopicConfig, source string, defaulted, notes []string, err error) {
+	cfg = layout.DefaultTopicConfig()
+	cfg.RetentionMs, cfg.RetentionBytes = -1, -1
 	if topic == "__consumer_offsets" || topic == "__transaction_state" {
 		cfg.CleanupPolicy = "compact"
 		cfg.SegmentBytes = internalSegmentBytes
 	}
+	given := map[string]bool{}
+	var sources []string
+	set := func(k, v string) error {
+		if err := retention.SetTopicConfig(&cfg, k, v); err != nil {
+			return err
+		}
+		given[k] = true
+		return nil
+	}
+	if opt.ConfigFileData != nil {
+		name := filepath.Base(opt.ConfigFileName)
+		kc, err := retention.ParseKafkaConfigs(opt.ConfigFileData, topic)
+		if err != nil {
+			return cfg, "", nil, nil, fmt.Errorf("import kafka-log: --topic-config-file %s: %w", name, err)
+		}
+		for _, kv := range kc.Settings {
+			if err := set(kv.Key, kv.Value); err != nil {
+				return cfg, "", nil, nil, fmt.Errorf("import kafka-log: --topic-config-file %s: %w", name, err)
+			}
+		}
+		if len(kc.Ignored) > 0 {
+			notes = append(notes, fmt.Sprintf("--topic-config-file %s: ignored %d configs nereusctl does not use: %s", name, len(kc.Ignored), strings.Join(kc.Ignored, ", ")))
+		}
+		sources = append(sources, retention.SourceFilePrefix+name)
+	}
+	flags := false
 	if opt.CleanupPolicy != "" {
-		cfg.CleanupPolicy = opt.CleanupPolicy
+		if err := set("cleanup.policy", opt.CleanupPolicy); err != nil {
+			return cfg, "", nil, nil, fmt.Errorf("import kafka-log: --cleanup-policy: %w", err)
+		}
+		flags = true
 	}
 	if opt.SegmentBytes != 0 {
-		cfg.SegmentBytes = opt.SegmentBytes
+		if err := set("segment.bytes", strconv.FormatInt(opt.SegmentBytes, 10)); err != nil {
+			return cfg, "", nil, nil, fmt.Errorf("import kafka-log: --segment-bytes: %w", err)
+		}
+		flags = true
+	}
+	for _, kv := range opt.TopicConfig {
+		if err := set(kv.Key, kv.Value); err != nil {
+			return cfg, "", nil, nil, fmt.Errorf("import kafka-log: --topic-config: %w", err)
+		}
+		flags = true
+	}
+	if flags {
+		sources = append(sources, retention.SourceFlags)
+	}
+	source = strings.Join(sources, "+")
+	for _, k := range []string{"retention.ms", "retention.bytes"} {
+		if !given[k] {
+			defaulted = append(defaulted, k+"=-1")
+		}
+	}
+	if len(sources) == 0 {
+		source = retention.SourceImportDefault
 	}
 	if err := cfg.Validate(); err != nil {
-		return cfg, refused("import kafka-log: topic config: %v", err)
+		return cfg, "", nil, nil, fmt.Errorf("import kafka-log: topic config: %w: %v", retention.ErrBadTopicConfig, err)
 	}
-	return cfg, nil
+	return cfg, source, defaulted, notes, nil
 }
 
 func checkNoBinding(ctx context.Context, st store.Store, topic string, partition int32) error {

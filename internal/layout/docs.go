@@ -153,6 +153,10 @@ type Binding struct {
 	CheckpointRef    *CheckpointRef `json:"checkpoint_ref"`
 	Coverage         Coverage       `json:"compacted_coverage"`
 	Version          int64          `json:"version"`
+	// ConfigSource says where Config came from: "import-default-retention-off",
+	// "topic-config-flags", "kafka-configs-file:<name>" (joined with "+"
+	// when several), "config-set"; empty in bindings written before it.
+	ConfigSource string `json:"config_source,omitempty"`
 }
 
 // Name is TOPIC-PARTITION.

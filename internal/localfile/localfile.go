@@ -67,3 +67,34 @@ func StateDir() string {
 	}
 	return filepath.Join(os.TempDir(), "nereusctl-state")
 }
+
+// CheckWritable checks, before any work is done, that path can be written
+// later by WriteAtomic without creating folders: its folder exists, is a
+// folder, and a temp file can be created and removed in it; path itself,
+// when it exists, is a regular file.
+func CheckWritable(path string) error {
+	if path == "" {
+		return fmt.Errorf("check %q: empty path", path)
+	}
+	dir := filepath.Dir(path)
+	info, err := os.Stat(dir)
+	if err != nil {
+		return fmt.Errorf("check %s: folder %s: %w", path, dir, err)
+	}
+	if !info.IsDir() {
+		return fmt.Errorf("check %s: %s is not a folder", path, dir)
+	}
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("check %s: exists and is not a regular file", path)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".check-*")
+	if err != nil {
+		return fmt.Errorf("check %s: folder %s is not writable: %w", path, dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	if err := os.Remove(name); err != nil {
+		return fmt.Errorf("check %s: remove test file: %w", path, err)
+	}
+	return nil
+}

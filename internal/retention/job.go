@@ -24,17 +24,30 @@ const LeaseName = "retention"
 
 // JobOptions configure a retention run.
 type JobOptions struct {
-	Partitions   []layout.TopicPartition
-	Selection    string // how the partitions were chosen, e.g. "--all --shard 0/2"
-	Now          time.Time
-	NowExplicit  bool
-	DryRun       bool
+	Partitions  []layout.TopicPartition
+	Selection   string // how the partitions were chosen, e.g. "--all --shard 0/2"
+	Now         time.Time
+	NowExplicit bool
+	DryRun      bool
+	// PlanOnly plans every partition and stops (a dry run that builds no
+	// checkpoint to name): the first pass that finds full trims.
+	PlanOnly     bool
 	ProgressFile string
-	StoreName    string
-	Holder       string
-	LeaseTTL     time.Duration
+	// StoreID is the store's canonical identity (StoreIdentity), never the
+	// raw URL: a progress file is resumed only by a run on the same store.
+	StoreID  string
+	Holder   string
+	LeaseTTL time.Duration
+	// Restart discards the progress file instead of resuming from it.
+	Restart bool
+	// StaleAfter: an interrupted run's progress last written longer ago
+	// than this is not resumed (default StaleProgressFactor × LeaseTTL).
+	StaleAfter time.Duration
 	// Hooks reach every partition's trim sequence (crash harness).
 	Hooks Hooks
+	// ConfirmFull is asked before a trim that removes every record of a
+	// partition (see Request.ConfirmFull).
+	ConfirmFull func(r *Result) error
 	// OnPartition is called after each partition (progress display).
 	OnPartition func(done, total int, r *Result)
 }
@@ -43,15 +56,32 @@ type JobOptions struct {
 // atomically after each partition completes (at-least-once: a partition is
 // recorded only once its trim sequence is durable).
 type Progress struct {
-	Version   int                `json:"version"`
-	Store     string             `json:"store"`
-	Selection string             `json:"selection"`
-	Targets   []string           `json:"partitions"`
-	NowMs     int64              `json:"now_ms"`
-	StartedMs int64              `json:"started_ms"`
+	Version int `json:"version"`
+	// Store is the store's canonical identity (StoreIdentity).
+	Store     string   `json:"store"`
+	Selection string   `json:"selection"`
+	Targets   []string `json:"partitions"`
+	NowMs     int64    `json:"now_ms"`
+	StartedMs int64    `json:"started_ms"`
+	// UpdatedMs is when the file was last written (0 in files written
+	// before it existed: StartedMs is used then).
+	UpdatedMs int64              `json:"updated_ms"`
 	Done      map[string]*Result `json:"done"`
 	Complete  bool               `json:"complete"`
 }
+
+// StaleProgressFactor: an interrupted run's progress is resumed only if
+// it was last written less than StaleProgressFactor × the lease TTL ago
+// (an hour with the default 10-minute TTL). A retry of a killed run comes
+// well within that (its lease expires after one TTL); a progress file older
+// than that belongs to an earlier run (last night's), whose clock would
+// make this run plan against a stale time, so the run starts afresh and
+// says so (docs/runbooks/trim-interrupted.md).
+const StaleProgressFactor = 6
+
+// ErrProgressCorrupt reports a progress file that cannot be read as one;
+// the run refuses it rather than guessing (--restart discards it).
+var ErrProgressCorrupt = errors.New("progress file is corrupt")
 
 // JobReport is the outcome of a retention run.
 type JobReport struct {
@@ -66,12 +96,19 @@ type JobReport struct {
 	GarbageBytes int64   `json:"garbage_bytes"`
 	Seconds      float64 `json:"seconds"`
 	ProgressFile string  `json:"progress_file,omitempty"`
+	// ProgressDiscarded says why an existing progress file was not
+	// resumed ("" when none was discarded): --restart, or it was stale.
+	ProgressDiscarded string `json:"progress_discarded,omitempty"`
+	// Interrupted: the run stopped on SIGINT/SIGTERM; Partitions holds
+	// the partitions done so far.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // DefaultProgressFile is the progress file for a store, under the local
-// state directory.
-func DefaultProgressFile(storeName string) string {
-	sum := sha256.Sum256([]byte(storeName))
+// state directory; storeID is the store's canonical identity
+// (StoreIdentity), so two stores never share one.
+func DefaultProgressFile(storeID string) string {
+	sum := sha256.Sum256([]byte(storeID))
 	return filepath.Join(localfile.StateDir(), "retention-"+hex.EncodeToString(sum[:6])+".json")
 }
 
@@ -81,13 +118,16 @@ func DefaultProgressFile(storeName string) string {
 // progress.
 func RunJob(ctx context.Context, st store.Store, o JobOptions) (*JobReport, error) {
 	start := time.Now()
+	if o.PlanOnly {
+		o.DryRun = true
+	}
 	rep := &JobReport{DryRun: o.DryRun, Partitions: []*Result{}}
 	targets := make([]string, len(o.Partitions))
 	for i, tp := range o.Partitions {
 		targets[i] = tp.String()
 	}
 	now := o.Now
-	prog := &Progress{Version: 1, Store: o.StoreName, Selection: o.Selection, Targets: targets, Done: map[string]*Result{}}
+	prog := &Progress{Version: 1, Store: o.StoreID, Selection: o.Selection, Targets: targets, Done: map[string]*Result{}}
 
 	var l *lease.Lease
 	if !o.DryRun {
@@ -97,16 +137,17 @@ func RunJob(ctx context.Context, st store.Store, o JobOptions) (*JobReport, erro
 			return nil, err
 		}
 		defer l.Release(context.WithoutCancel(ctx))
-		if old, err := loadProgress(o.ProgressFile); err == nil && !old.Complete && old.Store == o.StoreName &&
-			old.Selection == o.Selection && strings.Join(old.Targets, ",") == strings.Join(targets, ",") &&
-			(!o.NowExplicit || old.NowMs == now.UnixMilli()) {
+		old, discarded, err := resumable(o, targets, start)
+		if err != nil {
+			return nil, err
+		}
+		if old != nil {
 			// Resume: same store and selection; keep the run's clock so the
 			// plan does not shift under the partitions already done.
 			prog = old
 			now = time.UnixMilli(old.NowMs)
-		} else if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("read progress file %s: %w", o.ProgressFile, err)
 		}
+		rep.ProgressDiscarded = discarded
 		rep.ProgressFile = o.ProgressFile
 	}
 	if prog.NowMs == 0 {
@@ -120,7 +161,7 @@ func RunJob(ctx context.Context, st store.Store, o JobOptions) (*JobReport, erro
 	}
 	for i, tp := range o.Partitions {
 		if err := ctx.Err(); err != nil {
-			return rep, err
+			return rep.interrupted(start), err
 		}
 		if r, ok := prog.Done[tp.String()]; ok {
 			rep.Resumed++
@@ -129,12 +170,17 @@ func RunJob(ctx context.Context, st store.Store, o JobOptions) (*JobReport, erro
 		}
 		if l != nil && time.Until(l.Expires()) < o.LeaseTTL/2 {
 			if err := l.Renew(ctx); err != nil {
+				if ctx.Err() != nil {
+					return rep.interrupted(start), ctx.Err()
+				}
 				return rep, err
 			}
 		}
-		r := RunPartition(ctx, st, Request{TP: tp, Retention: true, NowMs: now.UnixMilli(), DryRun: o.DryRun, Hooks: o.Hooks})
+		r := RunPartition(ctx, st, Request{TP: tp, Retention: true, NowMs: now.UnixMilli(), DryRun: o.DryRun, PlanOnly: o.PlanOnly, Hooks: o.Hooks, ConfirmFull: o.ConfirmFull})
 		if r.Err != nil && ctx.Err() != nil {
-			return rep, ctx.Err()
+			// The partition it was on is redone by the rerun (a no-op
+			// where its trim landed): only finished ones are reported.
+			return rep.interrupted(start), ctx.Err()
 		}
 		rep.add(r)
 		if !o.DryRun && r.OK() {
@@ -155,6 +201,58 @@ func RunJob(ctx context.Context, st store.Store, o JobOptions) (*JobReport, erro
 	}
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
+}
+
+// resumable returns the progress of an interrupted run this run resumes,
+// or nil to start afresh, and why an existing file was discarded.
+func resumable(o JobOptions, targets []string, start time.Time) (*Progress, string, error) {
+	if o.Restart {
+		if err := os.Remove(o.ProgressFile); err == nil {
+			return nil, "--restart: the progress file was discarded", nil
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return nil, "", fmt.Errorf("retention run: remove progress file %s: %w", o.ProgressFile, err)
+		}
+		return nil, "", nil
+	}
+	old, err := loadProgress(o.ProgressFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("retention run: read progress file %s: %w", o.ProgressFile, err)
+	}
+	if !old.Complete && old.Store != o.StoreID {
+		// Another store's interrupted run (or a file written before
+		// progress was keyed on the store's identity): never resumed here.
+		return nil, fmt.Sprintf("progress file %s holds an interrupted run of another store (%s): not resumed; this run plans every partition", o.ProgressFile, old.Store), nil
+	}
+	if old.Complete || old.Selection != o.Selection ||
+		strings.Join(old.Targets, ",") != strings.Join(targets, ",") ||
+		(o.NowExplicit && old.NowMs != o.Now.UnixMilli()) {
+		// Another run's progress (finished, another store, selection or
+		// clock): it is replaced, never resumed.
+		return nil, "", nil
+	}
+	stale := o.StaleAfter
+	if stale <= 0 {
+		stale = StaleProgressFactor * o.LeaseTTL
+	}
+	written := old.UpdatedMs
+	if written == 0 {
+		written = old.StartedMs
+	}
+	if age := start.Sub(time.UnixMilli(written)); age > stale {
+		return nil, fmt.Sprintf("the interrupted run's progress was last written %s ago, more than %s (%d × --lease-ttl): not resumed; this run plans every partition with a new clock",
+			age.Round(time.Second), stale, StaleProgressFactor), nil
+	}
+	return old, "", nil
+}
+
+// interrupted marks a report cut short by SIGINT/SIGTERM.
+func (rep *JobReport) interrupted(start time.Time) *JobReport {
+	rep.Interrupted = true
+	rep.Seconds = time.Since(start).Seconds()
+	return rep
 }
 
 func (rep *JobReport) add(r *Result) {
@@ -180,15 +278,23 @@ func loadProgress(path string) (*Progress, error) {
 	var p Progress
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("malformed progress file: %w", err)
+		return nil, fmt.Errorf("%w: malformed JSON: %v", ErrProgressCorrupt, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: trailing data after the document", ErrProgressCorrupt)
 	}
 	if p.Version != 1 || p.Done == nil {
-		return nil, fmt.Errorf("progress file version %d: want 1", p.Version)
+		return nil, fmt.Errorf("%w: version %d or no done list: want version 1", ErrProgressCorrupt, p.Version)
 	}
 	return &p, nil
 }
 
 func saveProgress(path string, p *Progress) error {
+	p.UpdatedMs = time.Now().UnixMilli()
+	return writeProgressRaw(path, p)
+}
+
+func writeProgressRaw(path string, p *Progress) error {
 	b, err := json.MarshalIndent(p, "", "  ")
 	if err != nil {
 		return err

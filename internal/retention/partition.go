@@ -22,7 +22,27 @@ type Request struct {
 	Retention bool
 	NowMs     int64
 	DryRun    bool
-	Hooks     Hooks
+	// PlanOnly is a dry run that stops at the plan: no pre-trim checkpoint
+	// is built to name it (a cheap first pass, e.g. to find full trims).
+	PlanOnly bool
+	Hooks    Hooks
+	// ConfirmFull, when set, is asked before a real trim that removes
+	// every record of the partition (the new log start is the HW); an
+	// error refuses the trim: nothing is written for the partition.
+	ConfirmFull func(r *Result) error
+}
+
+// ErrNotConfirmed names a trim refused because it was not confirmed.
+const ErrNotConfirmed = "NOT_CONFIRMED"
+
+// RemovesEverything reports a plan that removes every record of the
+// partition: the log start moves up to the HW.
+func (p *Plan) RemovesEverything() bool { return p.Changes() && p.NewLogStart >= p.HW }
+
+// RemovesEverything reports a result whose trim removes (or would remove)
+// every record of the partition.
+func (r *Result) RemovesEverything() bool {
+	return r.Plan != nil && r.OK() && r.Plan.RemovesEverything()
 }
 
 // Result is the outcome for one partition: the JSON contract of trim,
@@ -57,6 +77,9 @@ func (r *Result) Trimmed() bool { return r.OK() && r.NewLogStart > r.CurrentLogS
 
 // RunPartition plans one partition and, unless DryRun, performs the trim.
 func RunPartition(ctx context.Context, st store.Store, req Request) *Result {
+	if req.PlanOnly {
+		req.DryRun = true
+	}
 	counter := store.NewCounter(st)
 	out := &Result{Topic: req.TP.Topic, Partition: req.TP.Partition, Error: ""}
 	defer func() { out.Requests = counter.Total() }()
@@ -114,6 +137,9 @@ func RunPartition(ctx context.Context, st store.Store, req Request) *Result {
 	if c := res.Chosen; c != nil && c.Anchor >= plan.NewLogStart {
 		out.RequestsEstimate -= 4
 	}
+	if req.PlanOnly {
+		return out
+	}
 	if req.DryRun {
 		if c := res.Chosen; c == nil || c.Anchor < plan.NewLogStart {
 			_, _, data, root, err := recovery.BuildFrom(ctx, counter, b, res)
@@ -125,6 +151,13 @@ func RunPartition(ctx context.Context, st store.Store, req Request) *Result {
 			out.Checkpoint = c.Key + " (existing)"
 		}
 		return out
+	}
+	if plan.RemovesEverything() && req.ConfirmFull != nil {
+		if err := req.ConfirmFull(out); err != nil {
+			out.Error, out.ErrorDetail, out.Err = ErrNotConfirmed, err.Error(), err
+			out.NewLogStart = plan.CurrentLogStart
+			return out
+		}
 	}
 	tr, err := Trim(ctx, counter, b, etag, plan.NewLogStart, res, req.Hooks)
 	out.Trim = tr

@@ -116,7 +116,7 @@ type Options struct {
 	// ReadOnly writes nothing at all (no quarantine record, no coverage
 	// CAS); the report says what would have been quarantined.
 	ReadOnly bool
-	NowMs        int64
+	NowMs    int64
 	// Progress is told the bytes hashed (deep) as they go.
 	Progress func(n int64)
 }

@@ -184,7 +184,11 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 		if o.readOnly {
 			ro = ", read-only"
 		}
-		fmt.Fprintf(g.stdout, "verify (%s%s): %d partitions, %d findings, %d blocked, %d errors; %d bytes hashed in %.1fs\n", level, ro, len(reps), findings, blocked, failed, hashed, secs)
+		errs := ""
+		if failed > 0 {
+			errs = fmt.Sprintf(", %d errors", failed)
+		}
+		fmt.Fprintf(g.stdout, "verify (%s%s): %d partitions, %d findings, %d blocked%s; %d bytes hashed in %.1fs\n", level, ro, len(reps), findings, blocked, errs, hashed, secs)
 	}
 	switch code {
 	case exitcode.OK:

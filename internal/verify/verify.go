@@ -379,17 +379,30 @@ func committedGaps(gens []*layout.Generation, trim int64) []Finding {
 
 // BeyondHead finds what a stream holds above its head: objects starting
 // above it (an append only ever writes at the head, so that is no failed
-// append's leftover), generations ending above it and checkpoints anchored
-// above it. Any of them means the head was rolled back: the data above it
+// append's leftover) or reaching across it without a sibling, generations
+// ending above it and checkpoints anchored above it. An object starting
+// exactly at the head is what a failed append leaves and is not reported. Any of them means the head was rolled back: the data above it
 // is the stream's, and gc must not collect it.
 func BeyondHead(h *layout.Head, objs []layout.StreamObject, gens []*layout.Generation, checkpoints []store.ObjectInfo) []Finding {
 	var fs []Finding
 	f := func(gen int64, key, found, detail string) {
 		fs = append(fs, Finding{Scope: ScopeStream, Gen: gen, Object: key, Check: CheckBeyondHead, Expected: fmt.Sprintf("<= %d", h.Head), Found: found, Detail: detail})
 	}
+	// An append that lost its head CAS leaves an object starting where the
+	// winner's object starts (both wrote at the head they read); one
+	// reaching across the head with no such sibling was below the head.
+	sibling := map[int64]bool{}
 	for _, o := range objs {
-		if o.Base > h.Head {
+		if o.End <= h.Head {
+			sibling[o.Base] = true
+		}
+	}
+	for _, o := range objs {
+		switch {
+		case o.Base > h.Head:
 			f(-1, o.Key, fmt.Sprint(o.Base), fmt.Sprintf("object [%d, %d) starts above the head %d", o.Base, o.End, h.Head))
+		case o.Base < h.Head && o.End > h.Head && !sibling[o.Base]:
+			f(-1, o.Key, fmt.Sprint(o.End), fmt.Sprintf("object [%d, %d) reaches across the head %d and is no failed append's leftover (no object of the chain starts at %d)", o.Base, o.End, h.Head, o.Base))
 		}
 	}
 	for _, g := range gens {
@@ -639,22 +652,56 @@ func Quarantine(ctx context.Context, st store.Store, b *layout.Binding, findings
 	return fmt.Errorf("quarantine %s: the binding keeps changing: %w", b.Name(), store.ErrPreconditionFailed)
 }
 
-// Records lists every quarantine record (not the archived ones).
+// Records lists every quarantine record (not the archived ones); the first
+// record that cannot be read fails the listing.
 func Records(ctx context.Context, st store.Store) ([]layout.Quarantine, error) {
-	infos, err := st.List(ctx, layout.QuarantinePrefix)
+	recs, bad, err := RecordsAll(ctx, st)
 	if err != nil {
 		return nil, err
 	}
-	var out []layout.Quarantine
+	if len(bad) > 0 {
+		return nil, bad[0].Err()
+	}
+	return recs, nil
+}
+
+// RecordFailure is a quarantine record that could not be read.
+type RecordFailure struct {
+	Key   string `json:"key"`
+	Error string `json:"error"`
+	err   error
+}
+
+// Err is the failure (ErrMalformed when the record does not decode).
+func (f RecordFailure) Err() error { return f.err }
+
+// RecordsAll lists every quarantine record (not the archived ones); a
+// record that cannot be read is returned as a failure and the others are
+// still listed. The error is the listing's own.
+func RecordsAll(ctx context.Context, st store.Store) ([]layout.Quarantine, []RecordFailure, error) {
+	infos, err := st.List(ctx, layout.QuarantinePrefix)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := []layout.Quarantine{}
+	bad := []RecordFailure{}
 	for _, in := range infos {
 		if strings.HasPrefix(in.Key, layout.QuarantinePrefix+"archive/") {
 			continue
 		}
 		var q layout.Quarantine
-		if _, err := layout.Load(ctx, st, in.Key, &q); err != nil {
-			return nil, err
+		data, err := readDoc(ctx, st, in.Key)
+		if err == nil {
+			if err = layout.Decode(in.Key, data, &q); err != nil {
+				err = malformed(err)
+			}
+		}
+		if err != nil {
+			err = fmt.Errorf("quarantine record %s: %w", in.Key, err)
+			bad = append(bad, RecordFailure{Key: in.Key, Error: err.Error(), err: err})
+			continue
 		}
 		out = append(out, q)
 	}
-	return out, nil
+	return out, bad, nil
 }

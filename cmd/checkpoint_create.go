@@ -26,7 +26,11 @@ func newCheckpointCreateCmd(g *globals) *cobra.Command {
 		Long: `Hydrate from the newest valid checkpoint, replay the tail to the current
 head, publish a new NKC1 checkpoint (IfAbsent) and CAS the binding's
 checkpoint_ref to it. With nothing new since the newest checkpoint, no
-object is written. --dry-run prints what would be written and writes nothing.` + exitStatusHelp(),
+object is written. --dry-run prints what would be written and writes nothing.
+
+With --all every partition is tried: one that fails (a binding that does not
+decode, a blocked coordinator, corrupt data) is a row with its error and the
+others are still done; the exit status is the worst over the partitions.` + exitStatusHelp("3 when a partition's binding, head or data is corrupt", "4 when a partition is blocked"),
 		Example: `  nereusctl checkpoint create payments-0 --dry-run
   nereusctl checkpoint create --all --shard 0/4`,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -65,7 +65,7 @@ printed with isvalid: false and the dump goes on, then exits 3.
 
 With -o json every line is one JSON object: first {"type":"dump",…} with
 the bounds, then {"type":"batch",…} and, with --deep, {"type":"record",…}
-with key and value in base64 (null when absent). Nothing is written.` + exitStatusHelp("3 a batch failed its CRC or could not be decoded, or the stream's objects are missing or corrupt"),
+with key and value in base64 (null when absent). Nothing is written.` + exitStatusHelp("3 a batch failed its CRC or could not be decoded, the stream's objects are missing or corrupt, a compacted member (object or manifest) is missing or altered, or the binding does not decode"),
 		Example: `  nereusctl dump orders-0 --count 10
   nereusctl dump __consumer_offsets-18 --deep --decoder offsets
   nereusctl dump payments-0 --from 1200 --deep --verify-crc -o json`,

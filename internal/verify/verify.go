@@ -210,8 +210,11 @@ func Partition(ctx context.Context, st store.Store, b *layout.Binding, o Options
 	h, _, err := LoadHead(ctx, st, b.StreamID)
 	switch {
 	case err == nil:
-	case IsMalformed(err), errors.Is(err, store.ErrNotFound):
+	case IsMalformed(err):
 		add(Finding{Scope: ScopeStream, Gen: -1, Object: layout.HeadKey(b.StreamID), Check: CheckStreamHead, Detail: err.Error()})
+		h = nil
+	case errors.Is(err, store.ErrNotFound):
+		add(Finding{Scope: ScopeStream, Gen: -1, Object: layout.HeadKey(b.StreamID), Check: CheckStreamHead, Expected: "present", Found: "missing", Detail: "the stream head is missing: " + err.Error()})
 		h = nil
 	default:
 		return rep, fmt.Errorf("verify %s: %w", b.Name(), err)

@@ -119,6 +119,18 @@ func partitionErrCode(err error) exitcode.Code {
 	return exitcode.Of(err)
 }
 
+// corruptionErr gives a malformed stored document (verify.ErrMalformed,
+// which exitcode does not know) exit 3 unless err already has a code.
+func corruptionErr(err error) error {
+	if err == nil || errors.As(err, new(*exitcode.Err)) {
+		return err
+	}
+	if verify.IsMalformed(err) || errors.Is(err, verify.ErrHeadRollback) {
+		return exitcode.VerifyErr(err)
+	}
+	return err
+}
+
 // failures collects per-partition failures of a run over many partitions
 // and turns them into one error carrying the worst code.
 type failures struct {

@@ -108,8 +108,8 @@ func runDump(cmd *cobra.Command, g *globals, opt dumplog.Options, arg string, ra
 	w := bufio.NewWriterSize(g.stdout, 64<<10)
 	logStart, head := src.Bounds()
 	if g.json() {
-		err = writeJSONLine(w, map[string]any{"type": "dump", "schema_version": SchemaVersion, "topic": b.Topic, "partition": b.Partition,
-			"stream_id": b.StreamID, "source": src.Describe(), "log_start": logStart, "head": head})
+		err = writeJSONLine(w, dumpHeaderJSON{Head: head, LogStart: logStart, Partition: b.Partition, SchemaVersion: SchemaVersion,
+			Source: src.Describe(), StreamID: b.StreamID, Topic: b.Topic, Type: "dump"})
 	} else {
 		_, err = fmt.Fprintf(w, "Dumping %s (%s): log start %d, head %d\n", b.Name(), src.Describe(), logStart, head)
 	}
@@ -147,8 +147,8 @@ func runDumpView(cmd *cobra.Command, g *globals, opt dumplog.Options, b *layout.
 	}
 	w := bufio.NewWriterSize(g.stdout, 64<<10)
 	if g.json() {
-		err = writeJSONLine(w, map[string]any{"type": "dump", "schema_version": SchemaVersion, "topic": b.Topic, "partition": b.Partition,
-			"stream_id": b.StreamID, "source": "read_committed_view", "compacted_start": b.Coverage.Start, "compacted_end": b.Coverage.End})
+		err = writeJSONLine(w, dumpViewHeaderJSON{CompactedEnd: b.Coverage.End, CompactedStart: b.Coverage.Start, Partition: b.Partition, SchemaVersion: SchemaVersion,
+			Source: "read_committed_view", StreamID: b.StreamID, Topic: b.Topic, Type: "dump"})
 	} else {
 		_, err = fmt.Fprintf(w, "Dumping %s as a READ_COMMITTED fetch sees it: compacted view [%d, %d) (set %s), then the COMMITTED tail (--raw for the stored batches)\n",
 			b.Name(), b.Coverage.Start, b.Coverage.End, b.Coverage.SetID[:16])
@@ -177,4 +177,30 @@ func runDumpView(cmd *cobra.Command, g *globals, opt dumplog.Options, b *layout.
 		fmt.Fprintf(g.stdout, "%d records\n", n)
 	}
 	return nil
+}
+
+// dumpHeaderJSON is the first line of dump -o json over COMMITTED batches
+// (docs/json-output.md); fields in name order, as the line always had them.
+type dumpHeaderJSON struct {
+	Head          int64  `json:"head"`
+	LogStart      int64  `json:"log_start"`
+	Partition     int32  `json:"partition"`
+	SchemaVersion int    `json:"schema_version"`
+	Source        string `json:"source"`
+	StreamID      string `json:"stream_id"`
+	Topic         string `json:"topic"`
+	Type          string `json:"type"`
+}
+
+// dumpViewHeaderJSON is the first line of dump -o json over a compacted
+// partition's READ_COMMITTED view.
+type dumpViewHeaderJSON struct {
+	CompactedEnd   int64  `json:"compacted_end"`
+	CompactedStart int64  `json:"compacted_start"`
+	Partition      int32  `json:"partition"`
+	SchemaVersion  int    `json:"schema_version"`
+	Source         string `json:"source"`
+	StreamID       string `json:"stream_id"`
+	Topic          string `json:"topic"`
+	Type           string `json:"type"`
 }

@@ -91,7 +91,7 @@ func fileParams(dir string) testscript.Params {
 	return testscript.Params{
 		Dir:           dir,
 		UpdateScripts: *update,
-		Cmds:          storeCmds,
+		Cmds:          scriptCmds(),
 		Setup: func(e *testscript.Env) error {
 			fix, err := filepath.Abs(filepath.Join("testdata", "kafka"))
 			if err != nil {
@@ -118,7 +118,7 @@ func TestScriptsS3(t *testing.T) {
 	var n atomic.Int64
 	testscript.Run(t, testscript.Params{
 		Dir:  "testdata/script/s3",
-		Cmds: storeCmds,
+		Cmds: scriptCmds(),
 		Setup: func(e *testscript.Env) error {
 			// One bucket for the test, a prefix per script; a second
 			// prefix is the script's replica store.

@@ -1,11 +1,16 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
+	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
 type checkpointCreateOptions struct {
@@ -21,7 +26,11 @@ func newCheckpointCreateCmd(g *globals) *cobra.Command {
 		Long: `Hydrate from the newest valid checkpoint, replay the tail to the current
 head, publish a new NKC1 checkpoint (IfAbsent) and CAS the binding's
 checkpoint_ref to it. With nothing new since the newest checkpoint, no
-object is written. --dry-run prints what would be written and writes nothing.` + exitStatusHelp(),
+object is written. --dry-run prints what would be written and writes nothing.
+
+With --all every partition is tried: one that fails (a binding that does not
+decode, a blocked coordinator, corrupt data) is a row with its error and the
+others are still done; the exit status is the worst over the partitions.` + exitStatusHelp("3 when a partition's binding, head or data is corrupt", "4 when a partition is blocked"),
 		Example: `  nereusctl checkpoint create payments-0 --dry-run
   nereusctl checkpoint create --all --shard 0/4`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -34,25 +43,21 @@ object is written. --dry-run prints what would be written and writes nothing.` +
 			if err != nil {
 				return err
 			}
-			var results []map[string]any
-			var failed []error
+			results := []checkpointCreatePartitionJSON{}
+			var fails failures
 			rows := [][]string{}
 			for _, tp := range tps {
-				b, etag, err := loadBinding(ctx, st, tp.String())
-				if err != nil {
-					return err
-				}
-				r, err := recovery.Create(ctx, st, b, etag, o.dryRun)
+				r, err := checkpointCreateOne(ctx, st, tp, o.dryRun)
 				if err != nil {
 					// One partition's failure (a blocked coordinator, a
-					// corrupt object) does not stop the others.
-					err = fmt.Errorf("checkpoint create %s: %w", tp, err)
-					failed = append(failed, err)
-					results = append(results, map[string]any{"topic": tp.Topic, "partition": tp.Partition, "error": err.Error()})
+					// corrupt object, a binding that does not decode)
+					// does not stop the others.
+					fails.add(err)
+					results = append(results, checkpointCreatePartitionJSON{Topic: tp.Topic, Partition: tp.Partition, Error: err.Error()})
 					rows = append(rows, []string{tp.String(), "-", "-", "error: " + err.Error(), ""})
 					continue
 				}
-				results = append(results, map[string]any{"topic": tp.Topic, "partition": tp.Partition, "checkpoint": r, "state_digest": r.Replay.Digest()})
+				results = append(results, checkpointCreatePartitionJSON{Topic: tp.Topic, Partition: tp.Partition, Checkpoint: r, StateDigest: r.Replay.Digest()})
 				action := "published"
 				switch {
 				case r.DryRun && r.Reused:
@@ -66,20 +71,53 @@ object is written. --dry-run prints what would be written and writes nothing.` +
 			}
 			var err2 error
 			if g.json() {
-				err2 = writeJSON(g.stdout, map[string]any{"schema_version": SchemaVersion, "dry_run": o.dryRun, "partitions": nonNil(results)})
+				err2 = writeJSON(g.stdout, checkpointCreateJSON{SchemaVersion: SchemaVersion, DryRun: o.dryRun, Partitions: results})
 			} else {
 				err2 = writeTable(g.stdout, []string{"PARTITION", "ANCHOR", "SIZE", "ACTION", "KEY"}, rows)
 			}
 			if err2 != nil {
 				return err2
 			}
-			if len(failed) > 0 {
-				return fmt.Errorf("%d of %d partitions failed; first: %w", len(failed), len(tps), failed[0])
-			}
-			return nil
+			return fails.err("checkpoint create", len(tps))
 		},
 	}
 	o.sel.addFlags(c, true)
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "print what would be written; write nothing")
 	return c
+}
+
+// checkpointCreateJSON is checkpoint create's -o json document
+// (docs/json-output.md).
+type checkpointCreateJSON struct {
+	SchemaVersion int                             `json:"schema_version"`
+	DryRun        bool                            `json:"dry_run"`
+	Partitions    []checkpointCreatePartitionJSON `json:"partitions"`
+}
+
+// checkpointCreatePartitionJSON is one partition's outcome: the checkpoint
+// written (or that would be), or the error.
+type checkpointCreatePartitionJSON struct {
+	Topic       string                 `json:"topic"`
+	Partition   int32                  `json:"partition"`
+	Checkpoint  *recovery.CreateResult `json:"checkpoint,omitempty"`
+	StateDigest string                 `json:"state_digest,omitempty"`
+	Error       string                 `json:"error,omitempty"`
+}
+
+func checkpointCreateOne(ctx context.Context, st store.Store, tp layout.TopicPartition, dryRun bool) (*recovery.CreateResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	b, etag, err := loadBinding(ctx, st, tp.String())
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := verify.LoadHead(ctx, st, b.StreamID); verify.IsMalformed(err) {
+		return nil, exitcode.VerifyErr(fmt.Errorf("checkpoint create %s: stream head: %w", tp, err))
+	}
+	r, err := recovery.Create(ctx, st, b, etag, dryRun)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint create %s: %w", tp, err)
+	}
+	return r, nil
 }

@@ -33,7 +33,10 @@ reference). The one the binding refers to is marked.` + exitStatusHelp(),
 				return fmt.Errorf("list checkpoints of %s: %w", b.Name(), err)
 			}
 			if g.json() {
-				return writeJSON(g.stdout, map[string]any{"schema_version": SchemaVersion, "topic": b.Topic, "partition": b.Partition, "checkpoints": nonNil(entries)})
+				if entries == nil {
+					entries = []recovery.Entry{}
+				}
+				return writeJSON(g.stdout, checkpointListJSON{SchemaVersion: SchemaVersion, Topic: b.Topic, Partition: b.Partition, Checkpoints: entries})
 			}
 			rows := make([][]string, 0, len(entries))
 			now := time.Now()
@@ -65,4 +68,13 @@ reference). The one the binding refers to is marked.` + exitStatusHelp(),
 			return nil
 		},
 	}
+}
+
+// checkpointListJSON is checkpoint list's -o json document
+// (docs/json-output.md).
+type checkpointListJSON struct {
+	SchemaVersion int              `json:"schema_version"`
+	Topic         string           `json:"topic"`
+	Partition     int32            `json:"partition"`
+	Checkpoints   []recovery.Entry `json:"checkpoints"`
 }

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -8,25 +9,35 @@ import (
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
+	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
 type checkpointVerifyOptions struct {
-	sel partitionSel
+	sel      partitionSel
+	readOnly bool
 }
 
 func newCheckpointVerifyCmd(g *globals) *cobra.Command {
 	o := &checkpointVerifyOptions{}
 	c := &cobra.Command{
-		Use:   "verify (TOPIC-PARTITION... | --all)",
+		Use:   "verify (TOPIC-PARTITION... | --all) [--read-only]",
 		Short: "Verify checkpoints: object, every CRC, root, anchor digest, binding reference",
 		Long: `Verify every checkpoint of the named partitions: the object (HEAD size and
 ETag against the bytes), every section CRC-32C and digest, the root, the
 anchor object's digest against the stream, the binding reference, and that
 the binding's checkpoint_ref names an existing checkpoint with its digest.
 Each finding names the object and the check that failed. Stale checkpoints
-(anchor object collected below the trim) are not findings.` + exitStatusHelp("3 when any check failed"),
+(anchor object collected below the trim) are not findings.
+
+checkpoint verify never writes to the store; --read-only states it (as on
+'nereusctl verify'), for scripts that check a replica. With --all every
+partition is checked: one whose binding or head cannot be read is reported
+with its error and the others are still verified; the exit status is the
+worst over the partitions.` + exitStatusHelp("3 when any check failed or a binding or head is malformed or missing"),
 		Example: `  nereusctl checkpoint verify payments-0
-  nereusctl checkpoint verify --all -o json`,
+  nereusctl checkpoint verify --all -o json
+  nereusctl --store s3://replica/nereus checkpoint verify --all --read-only`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			st, err := g.store(ctx)
@@ -37,46 +48,87 @@ Each finding names the object and the check that failed. Stale checkpoints
 			if err != nil {
 				return err
 			}
-			reps, err := verifyCheckpoints(cmd, g, tps)
-			if err != nil {
-				return err
-			}
-			return renderCheckpointVerify(g, reps)
+			reps := verifyCheckpoints(ctx, st, tps)
+			return renderCheckpointVerify(g, reps, o.readOnly)
 		},
 	}
 	o.sel.addFlags(c, true)
+	c.Flags().BoolVar(&o.readOnly, "read-only", false, "write nothing (checkpoint verify never writes; accepted for symmetry with 'verify --read-only')")
 	return c
 }
 
-func verifyCheckpoints(cmd *cobra.Command, g *globals, tps []layout.TopicPartition) ([]*recovery.VerifyReport, error) {
-	ctx := cmd.Context()
-	st, err := g.store(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var reps []*recovery.VerifyReport
-	for _, tp := range tps {
-		b, _, err := loadBinding(ctx, st, tp.String())
-		if err != nil {
-			return nil, err
-		}
-		rep, err := recovery.Verify(ctx, st, b)
-		if err != nil {
-			return nil, fmt.Errorf("verify checkpoints of %s: %w", tp, err)
-		}
-		reps = append(reps, rep)
-	}
-	return reps, nil
+// checkpointVerifyPartition is one partition's outcome in checkpoint
+// verify's report (docs/json-output.md).
+type checkpointVerifyPartition struct {
+	Partition   string             `json:"partition"`
+	Checkpoints int                `json:"checkpoints"`
+	Findings    []recovery.Finding `json:"findings"`
+	// Error is why the partition could not be verified.
+	Error string `json:"error,omitempty"`
+	err   error
 }
 
-func renderCheckpointVerify(g *globals, reps []*recovery.VerifyReport) error {
+// checkpointVerifyJSON is checkpoint verify's -o json document.
+type checkpointVerifyJSON struct {
+	SchemaVersion int                          `json:"schema_version"`
+	OK            bool                         `json:"ok"`
+	ReadOnly      bool                         `json:"read_only"`
+	Checkpoints   int                          `json:"checkpoints"`
+	Findings      int                          `json:"findings"`
+	Errors        int                          `json:"errors"`
+	Partitions    []*checkpointVerifyPartition `json:"partitions"`
+}
+
+// verifyCheckpoints checks every partition; a failure is that partition's
+// row, never the end of the run.
+func verifyCheckpoints(ctx context.Context, st store.Store, tps []layout.TopicPartition) []*checkpointVerifyPartition {
+	reps := []*checkpointVerifyPartition{}
+	for _, tp := range tps {
+		p := &checkpointVerifyPartition{Partition: tp.String(), Findings: []recovery.Finding{}}
+		reps = append(reps, p)
+		if err := checkpointVerifyOne(ctx, st, tp, p); err != nil {
+			p.err = err
+			p.Error = err.Error()
+		}
+	}
+	return reps
+}
+
+func checkpointVerifyOne(ctx context.Context, st store.Store, tp layout.TopicPartition, p *checkpointVerifyPartition) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b, _, err := loadBinding(ctx, st, tp.String())
+	if err != nil {
+		return err
+	}
+	// The head decides what the checkpoints are checked against: a head
+	// that is missing or does not decode is corruption, not an I/O error.
+	if _, _, err := verify.LoadHead(ctx, st, b.StreamID); err != nil {
+		if verify.IsMalformed(err) || isNotFound(err) {
+			return exitcode.VerifyErr(fmt.Errorf("verify checkpoints of %s: stream head: %w", tp, err))
+		}
+		return fmt.Errorf("verify checkpoints of %s: %w", tp, err)
+	}
+	rep, err := recovery.Verify(ctx, st, b)
+	if err != nil {
+		return fmt.Errorf("verify checkpoints of %s: %w", tp, err)
+	}
+	p.Checkpoints = rep.Checkpoints
+	p.Findings = append(p.Findings, rep.Findings...)
+	return nil
+}
+
+func renderCheckpointVerify(g *globals, reps []*checkpointVerifyPartition, readOnly bool) error {
 	total, checked := 0, 0
+	var fails failures
 	for _, r := range reps {
 		total += len(r.Findings)
 		checked += r.Checkpoints
+		fails.add(r.err)
 	}
 	if g.json() {
-		if err := writeJSON(g.stdout, map[string]any{"schema_version": SchemaVersion, "ok": total == 0, "checkpoints": checked, "partitions": nonNil(reps)}); err != nil {
+		if err := writeJSON(g.stdout, checkpointVerifyJSON{SchemaVersion: SchemaVersion, OK: total == 0 && fails.n == 0, ReadOnly: readOnly, Checkpoints: checked, Findings: total, Errors: fails.n, Partitions: reps}); err != nil {
 			return err
 		}
 	} else {
@@ -90,17 +142,41 @@ func renderCheckpointVerify(g *globals, reps []*recovery.VerifyReport) error {
 			if err := writeTable(g.stdout, []string{"PARTITION", "CHECK", "OBJECT", "DETAIL"}, rows); err != nil {
 				return err
 			}
+			fmt.Fprintln(g.stdout)
 		}
-		fmt.Fprintf(g.stdout, "checkpoint verify: %d checkpoints in %d partitions, %d findings\n", checked, len(reps), total)
+		prow := [][]string{}
+		for _, r := range reps {
+			res := "ok"
+			switch {
+			case r.Error != "":
+				res = "ERROR: " + r.Error
+			case len(r.Findings) > 0:
+				res = fmt.Sprintf("FAILED: %d findings", len(r.Findings))
+			}
+			prow = append(prow, []string{r.Partition, fmt.Sprint(r.Checkpoints), res})
+		}
+		if len(prow) > 0 {
+			if err := writeTable(g.stdout, []string{"PARTITION", "CHECKPOINTS", "RESULT"}, prow); err != nil {
+				return err
+			}
+		}
+		errs := ""
+		if fails.n > 0 {
+			errs = fmt.Sprintf(", %d errors", fails.n)
+		}
+		fmt.Fprintf(g.stdout, "checkpoint verify: %d checkpoints in %d partitions, %d findings%s\n", checked, len(reps), total, errs)
 	}
 	if total > 0 {
 		f := firstFinding(reps)
-		return exitcode.VerifyErr(fmt.Errorf("checkpoint verify: %d findings; first: %s: %s check failed: %s", total, f.Key, f.Check, f.Detail))
+		fails.code = worse(fails.code, exitcode.Verify)
+		if fails.n == 0 {
+			return exitcode.VerifyErr(fmt.Errorf("checkpoint verify: %d findings; first: %s: %s check failed: %s", total, f.Key, f.Check, f.Detail))
+		}
 	}
-	return nil
+	return fails.err("checkpoint verify", len(reps))
 }
 
-func firstFinding(reps []*recovery.VerifyReport) recovery.Finding {
+func firstFinding(reps []*checkpointVerifyPartition) recovery.Finding {
 	for _, r := range reps {
 		if len(r.Findings) > 0 {
 			return r.Findings[0]

@@ -12,6 +12,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/compaction"
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
 type compactOptions struct {
@@ -43,7 +44,12 @@ func newCompactCmd(g *globals) *cobra.Command {
 A crash at any step leaves a task under tasks/; a rerun resumes it with the
 same clock and produces the same bytes, or restarts when a source changed.
 Never two active sets. --dry-run reports the plan and sizes and writes
-nothing.` + exitStatusHelp("4 when the partition's coverage is QUARANTINED (repair it first) or another compaction won the race"),
+nothing.
+
+--all takes every partition whose cleanup.policy contains compact; a binding
+that cannot be read is a row with its error (never silently left out), and
+the others are still compacted. The exit status is the worst over the
+partitions.` + exitStatusHelp("4 when the partition's coverage is QUARANTINED (repair it first) or another compaction won the race", "3 when a binding, a source or the compacted view is corrupt, or a source changed"),
 		Example: `  nereusctl compact customers-0 --dry-run
   nereusctl compact __consumer_offsets-0 --now 2026-11-29T03:00:00Z
   nereusctl compact --all --max-memory 64MiB`,
@@ -80,32 +86,45 @@ func runCompact(cmd *cobra.Command, g *globals, o *compactOptions, args []string
 	if err != nil {
 		return err
 	}
-	if o.sel.all {
-		var keep []layout.TopicPartition
-		for _, tp := range tps {
-			b, _, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
-			if err == nil && b.Config.HasPolicy("compact") {
-				keep = append(keep, tp)
-			}
-		}
-		tps = keep
+	// With --all only partitions whose cleanup.policy contains compact are
+	// compacted; a binding that cannot be read is a failure row, never a
+	// silent skip.
+	type sel struct {
+		tp  layout.TopicPartition
+		b   *layout.Binding
+		err error
 	}
-	var results []map[string]any
-	var firstErr error
-	var details []string
-	rows := [][]string{}
+	var todo []sel
 	for _, tp := range tps {
 		b, _, err := loadBinding(ctx, st, tp.String())
 		if err != nil {
-			return err
+			todo = append(todo, sel{tp: tp, err: err})
+			continue
 		}
-		r, err := compaction.Compact(ctx, st, b, compaction.Options{NowMs: now.UnixMilli(), MaxMemory: maxMem, DryRun: o.dryRun})
-		entry := map[string]any{"topic": tp.Topic, "partition": tp.Partition, "result": r}
-		if err != nil {
-			entry["error"] = err.Error()
-			if firstErr == nil {
-				firstErr = err
+		if o.sel.all && !b.Config.HasPolicy("compact") {
+			continue
+		}
+		todo = append(todo, sel{tp: tp, b: b})
+	}
+	results := []compactPartitionJSON{}
+	var fails failures
+	var details []string
+	rows := [][]string{}
+	for _, t := range todo {
+		tp := t.tp
+		entry := compactPartitionJSON{Topic: tp.Topic, Partition: tp.Partition}
+		var r *compaction.Result
+		err := t.err
+		if err == nil {
+			if err = ctx.Err(); err == nil {
+				r, err = compaction.Compact(ctx, st, t.b, compaction.Options{NowMs: now.UnixMilli(), MaxMemory: maxMem, DryRun: o.dryRun})
 			}
+		}
+		entry.Result = r
+		if err != nil {
+			err = compactErr(err)
+			entry.Error = err.Error()
+			fails.add(err)
 			rows = append(rows, []string{tp.String(), "error: " + err.Error(), "", "", "", "", ""})
 			results = append(results, entry)
 			continue
@@ -129,7 +148,7 @@ func runCompact(cmd *cobra.Command, g *globals, o *compactOptions, args []string
 		}
 	}
 	if g.json() {
-		if err := writeJSON(g.stdout, map[string]any{"schema_version": SchemaVersion, "dry_run": o.dryRun, "partitions": nonNil(results)}); err != nil {
+		if err := writeJSON(g.stdout, compactJSON{SchemaVersion: SchemaVersion, DryRun: o.dryRun, Partitions: results}); err != nil {
 			return err
 		}
 	} else {
@@ -140,19 +159,42 @@ func runCompact(cmd *cobra.Command, g *globals, o *compactOptions, args []string
 			fmt.Fprintln(g.stdout, d)
 		}
 	}
-	if firstErr != nil {
-		if errors.Is(firstErr, compaction.ErrBlocked) {
-			return exitcode.BlockedErr(firstErr, "repair the quarantined set first: 'nereusctl quarantine list', 'nereusctl repair'")
-		}
-		if errors.Is(firstErr, compaction.ErrNotCompacted) {
-			return exitcode.UsageErr(firstErr)
-		}
-		if exitcode.IsCorruption(firstErr) || errors.Is(firstErr, compaction.ErrSourceChanged) {
-			return exitcode.VerifyErr(firstErr)
-		}
-		return firstErr
+	if fails.n == 1 && len(todo) == 1 {
+		return fails.first
 	}
-	return nil
+	return fails.err("compact", len(todo))
+}
+
+// compactJSON is compact's -o json document (docs/json-output.md).
+type compactJSON struct {
+	SchemaVersion int                    `json:"schema_version"`
+	DryRun        bool                   `json:"dry_run"`
+	Partitions    []compactPartitionJSON `json:"partitions"`
+}
+
+// compactPartitionJSON is one partition's outcome: the result, or the error.
+type compactPartitionJSON struct {
+	Topic     string             `json:"topic"`
+	Partition int32              `json:"partition"`
+	Result    *compaction.Result `json:"result"`
+	Error     string             `json:"error,omitempty"`
+}
+
+// compactErr gives a compaction failure its exit code: blocked coverage or
+// a lost race 4, a partition that is not compacted 2, corruption or a
+// changed source 3.
+func compactErr(err error) error {
+	switch {
+	case errors.As(err, new(*exitcode.Err)):
+		return err
+	case errors.Is(err, compaction.ErrBlocked):
+		return exitcode.BlockedErr(err, "repair the quarantined set first: 'nereusctl quarantine list', 'nereusctl repair'")
+	case errors.Is(err, compaction.ErrNotCompacted):
+		return exitcode.UsageErr(err)
+	case exitcode.IsCorruption(err), verify.IsMalformed(err), errors.Is(err, compaction.ErrSourceChanged):
+		return exitcode.VerifyErr(err)
+	}
+	return err
 }
 
 // parseBytes parses sizes like 64MiB, 1GiB, 512KiB, 1000000.

@@ -65,7 +65,7 @@ printed with isvalid: false and the dump goes on, then exits 3.
 
 With -o json every line is one JSON object: first {"type":"dump",…} with
 the bounds, then {"type":"batch",…} and, with --deep, {"type":"record",…}
-with key and value in base64 (null when absent). Nothing is written.` + exitStatusHelp("3 a batch failed its CRC or could not be decoded, or the stream's objects are missing or corrupt"),
+with key and value in base64 (null when absent). Nothing is written.` + exitStatusHelp("3 a batch failed its CRC or could not be decoded, the stream's objects are missing or corrupt, a compacted member (object or manifest) is missing or altered, or the binding does not decode"),
 		Example: `  nereusctl dump orders-0 --count 10
   nereusctl dump __consumer_offsets-18 --deep --decoder offsets
   nereusctl dump payments-0 --from 1200 --deep --verify-crc -o json`,
@@ -75,7 +75,7 @@ with key and value in base64 (null when absent). Nothing is written.` + exitStat
 			if err != nil {
 				return err
 			}
-			return runDump(cmd, g, opt, args[0], o.raw)
+			return corruptionErr(runDump(cmd, g, opt, args[0], o.raw))
 		},
 	}
 	o.addFlags(c)
@@ -108,8 +108,8 @@ func runDump(cmd *cobra.Command, g *globals, opt dumplog.Options, arg string, ra
 	w := bufio.NewWriterSize(g.stdout, 64<<10)
 	logStart, head := src.Bounds()
 	if g.json() {
-		err = writeJSONLine(w, map[string]any{"type": "dump", "schema_version": SchemaVersion, "topic": b.Topic, "partition": b.Partition,
-			"stream_id": b.StreamID, "source": src.Describe(), "log_start": logStart, "head": head})
+		err = writeJSONLine(w, dumpHeaderJSON{Head: head, LogStart: logStart, Partition: b.Partition, SchemaVersion: SchemaVersion,
+			Source: src.Describe(), StreamID: b.StreamID, Topic: b.Topic, Type: "dump"})
 	} else {
 		_, err = fmt.Fprintf(w, "Dumping %s (%s): log start %d, head %d\n", b.Name(), src.Describe(), logStart, head)
 	}
@@ -147,8 +147,8 @@ func runDumpView(cmd *cobra.Command, g *globals, opt dumplog.Options, b *layout.
 	}
 	w := bufio.NewWriterSize(g.stdout, 64<<10)
 	if g.json() {
-		err = writeJSONLine(w, map[string]any{"type": "dump", "schema_version": SchemaVersion, "topic": b.Topic, "partition": b.Partition,
-			"stream_id": b.StreamID, "source": "read_committed_view", "compacted_start": b.Coverage.Start, "compacted_end": b.Coverage.End})
+		err = writeJSONLine(w, dumpViewHeaderJSON{CompactedEnd: b.Coverage.End, CompactedStart: b.Coverage.Start, Partition: b.Partition, SchemaVersion: SchemaVersion,
+			Source: "read_committed_view", StreamID: b.StreamID, Topic: b.Topic, Type: "dump"})
 	} else {
 		_, err = fmt.Fprintf(w, "Dumping %s as a READ_COMMITTED fetch sees it: compacted view [%d, %d) (set %s), then the COMMITTED tail (--raw for the stored batches)\n",
 			b.Name(), b.Coverage.Start, b.Coverage.End, b.Coverage.SetID[:16])
@@ -177,4 +177,30 @@ func runDumpView(cmd *cobra.Command, g *globals, opt dumplog.Options, b *layout.
 		fmt.Fprintf(g.stdout, "%d records\n", n)
 	}
 	return nil
+}
+
+// dumpHeaderJSON is the first line of dump -o json over COMMITTED batches
+// (docs/json-output.md); fields in name order, as the line always had them.
+type dumpHeaderJSON struct {
+	Head          int64  `json:"head"`
+	LogStart      int64  `json:"log_start"`
+	Partition     int32  `json:"partition"`
+	SchemaVersion int    `json:"schema_version"`
+	Source        string `json:"source"`
+	StreamID      string `json:"stream_id"`
+	Topic         string `json:"topic"`
+	Type          string `json:"type"`
+}
+
+// dumpViewHeaderJSON is the first line of dump -o json over a compacted
+// partition's READ_COMMITTED view.
+type dumpViewHeaderJSON struct {
+	CompactedEnd   int64  `json:"compacted_end"`
+	CompactedStart int64  `json:"compacted_start"`
+	Partition      int32  `json:"partition"`
+	SchemaVersion  int    `json:"schema_version"`
+	Source         string `json:"source"`
+	StreamID       string `json:"stream_id"`
+	Topic          string `json:"topic"`
+	Type           string `json:"type"`
 }

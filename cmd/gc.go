@@ -39,7 +39,14 @@ Leftovers and tasks are deleted only once older than --grace, so work in
 progress is never touched. Nothing a binding, head, live generation or kept
 checkpoint references is ever deleted. Deletion order is data objects,
 then manifests, then checkpoints: a killed gc leaves only garbage, which the
-next run finds again.` + exitStatusHelp("1 when a partition could not be collected (the others still are)"),
+next run finds again.
+
+A partition gc cannot read safely is left whole and reported with its error
+while the others are still collected: a binding, head or generation
+manifest that does not decode (a manifest gc cannot read may name live
+objects), or a head rolled back below objects, generations or checkpoints
+the stream holds (what lies "beyond" such a head is data, not leftovers).
+The exit status is the worst over the partitions.` + exitStatusHelp("3 when a partition was left alone because a stored document is malformed or its head lies below its data (the others are still collected)", "1 when a partition could not be collected for another reason"),
 		Example: `  nereusctl gc --dry-run
   nereusctl gc --grace 24h -o json`,
 		Args: exactArgs(0),
@@ -54,14 +61,14 @@ next run finds again.` + exitStatusHelp("1 when a partition could not be collect
 			}
 			tps, err := layout.ListBindings(ctx, st)
 			if err != nil {
-				return err
+				return fmt.Errorf("gc: list bindings in %s: %w", st, err)
 			}
 			rep, err := retention.GC(ctx, st, tps, retention.GCOptions{DryRun: o.dryRun, Grace: o.grace, Now: time.Now()})
 			if err != nil {
 				return err
 			}
 			if g.json() {
-				if err := writeJSON(g.stdout, map[string]any{"schema_version": SchemaVersion, "gc": rep}); err != nil {
+				if err := writeJSON(g.stdout, gcJSON{SchemaVersion: SchemaVersion, GC: rep}); err != nil {
 					return err
 				}
 			} else {
@@ -92,8 +99,18 @@ next run finds again.` + exitStatusHelp("1 when a partition could not be collect
 					if p.Skipped != "" {
 						fmt.Fprintf(g.stdout, "%s: kept data below the trim: %s\n", p.Partition, p.Skipped)
 					}
+					if p.Error != "" {
+						fmt.Fprintf(g.stdout, "%s: ERROR: nothing collected: %s\n", p.Partition, p.Error)
+					}
 				}
 				fmt.Fprintf(g.stdout, "gc: %s %d objects, %d bytes\n", verb, rep.Objects, rep.Bytes)
+			}
+			var fails failures
+			for _, p := range rep.Partitions {
+				fails.add(p.Err())
+			}
+			if fails.n > 0 {
+				return fails.err("gc", len(rep.Partitions))
 			}
 			if len(rep.Errors) > 0 {
 				return fmt.Errorf("gc: %d errors; first: %s", len(rep.Errors), rep.Errors[0])
@@ -105,4 +122,10 @@ next run finds again.` + exitStatusHelp("1 when a partition could not be collect
 	c.Flags().DurationVar(&o.grace, "grace", time.Hour, "leave leftovers and tasks younger than this alone")
 	c.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "list every object")
 	return c
+}
+
+// gcJSON is gc's -o json document (docs/json-output.md).
+type gcJSON struct {
+	SchemaVersion int                 `json:"schema_version"`
+	GC            *retention.GCReport `json:"gc"`
 }

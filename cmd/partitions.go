@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -9,16 +10,19 @@ import (
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
 // partitionSel is the TOPIC-PARTITION… | --all selection many commands share.
 type partitionSel struct {
-	all   bool
-	shard string
+	all        bool
+	shard      string
+	allowEmpty bool
 }
 
 func (s *partitionSel) addFlags(c *cobra.Command, withShard bool) {
 	c.Flags().BoolVar(&s.all, "all", false, "every partition bound in the store")
+	c.Flags().BoolVar(&s.allowEmpty, "allow-empty", false, "with --all: succeed on a store with no bindings (default: exit 1, a mistyped --store finds none)")
 	if withShard {
 		c.Flags().StringVar(&s.shard, "shard", "", "with --all: take only shard i of n (i/n, 0-based), so n workers cover the partitions exactly once")
 	}
@@ -32,10 +36,16 @@ func (s *partitionSel) resolve(ctx context.Context, st store.Store, args []strin
 	if s.shard != "" && !s.all {
 		return nil, exitcode.UsageErr(fmt.Errorf("--shard goes with --all"))
 	}
+	if s.allowEmpty && !s.all {
+		return nil, exitcode.UsageErr(fmt.Errorf("--allow-empty goes with --all"))
+	}
 	if s.all {
 		tps, err := layout.ListBindings(ctx, st)
 		if err != nil {
 			return nil, fmt.Errorf("list bindings in %s: %w", st, err)
+		}
+		if len(tps) == 0 && !s.allowEmpty {
+			return nil, errNoBindings(st)
 		}
 		if s.shard != "" {
 			i, n, err := layout.ParseShard(s.shard)
@@ -62,15 +72,110 @@ func (s *partitionSel) resolve(ctx context.Context, st store.Store, args []strin
 	return out, nil
 }
 
+// errNoBindings is the failure of --all on a store without bindings: most
+// often a mistyped --store or prefix, which must not pass as "all clean".
+func errNoBindings(st store.Store) error {
+	return exitcode.Wrap(exitcode.Error, fmt.Errorf("no bindings under %s", st),
+		"check --store (and its prefix); pass --allow-empty if an empty store is expected")
+}
+
+// worse returns the more severe of two exit codes for a run over many
+// partitions: interrupted, then verification failed (corruption), then
+// blocked, then error, then usage.
+func worse(a, b exitcode.Code) exitcode.Code {
+	rank := func(c exitcode.Code) int {
+		switch c {
+		case exitcode.OK:
+			return 0
+		case exitcode.Usage:
+			return 1
+		case exitcode.Error:
+			return 2
+		case exitcode.Blocked:
+			return 3
+		case exitcode.Verify:
+			return 4
+		case exitcode.Interrupted:
+			return 5
+		}
+		return 2
+	}
+	if rank(b) > rank(a) {
+		return b
+	}
+	return a
+}
+
+// partitionErrCode is the exit code of one partition's failure: a stored
+// document that does not decode is corruption (3), as are the corruption
+// sentinels; the rest maps as exitcode.Of does.
+func partitionErrCode(err error) exitcode.Code {
+	if err == nil {
+		return exitcode.OK
+	}
+	if verify.IsMalformed(err) || errors.Is(err, verify.ErrHeadRollback) {
+		return exitcode.Verify
+	}
+	return exitcode.Of(err)
+}
+
+// corruptionErr gives a malformed stored document (verify.ErrMalformed,
+// which exitcode does not know) exit 3 unless err already has a code.
+func corruptionErr(err error) error {
+	if err == nil || errors.As(err, new(*exitcode.Err)) {
+		return err
+	}
+	if verify.IsMalformed(err) || errors.Is(err, verify.ErrHeadRollback) {
+		return exitcode.VerifyErr(err)
+	}
+	return err
+}
+
+// failures collects per-partition failures of a run over many partitions
+// and turns them into one error carrying the worst code.
+type failures struct {
+	n     int
+	code  exitcode.Code
+	first error
+}
+
+func (f *failures) add(err error) {
+	if err == nil {
+		return
+	}
+	f.n++
+	f.code = worse(f.code, partitionErrCode(err))
+	if f.first == nil {
+		f.first = err
+	}
+}
+
+// err is nil without failures, else "N of TOTAL partitions failed; first:
+// …" with the worst code and the first failure's hint.
+func (f *failures) err(op string, total int) error {
+	if f.n == 0 {
+		return nil
+	}
+	hint := exitcode.HintOf(f.first)
+	if hint == "" && f.code == exitcode.Verify {
+		hint = "a stored document or object is corrupt; see docs/runbooks/restore-from-replica.md"
+	}
+	return exitcode.Wrap(f.code, fmt.Errorf("%s: %d of %d partitions failed; first: %w", op, f.n, total, f.first), hint)
+}
+
 // loadBinding reads one binding, mapping a missing one to a clear error.
 func loadBinding(ctx context.Context, st store.Store, arg string) (*layout.Binding, string, error) {
 	tp, err := layout.ParseTopicPartition(arg)
 	if err != nil {
 		return nil, "", exitcode.UsageErr(fmt.Errorf("partition %q: %w", arg, err))
 	}
-	b, etag, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
+	b, etag, err := verify.LoadBinding(ctx, st, tp)
 	if err != nil {
-		return nil, "", exitcode.Wrap(exitcode.Of(err), fmt.Errorf("load binding %s: %w", tp, err), hintFor(err, tp))
+		code := exitcode.Of(err)
+		if verify.IsMalformed(err) {
+			code = exitcode.Verify
+		}
+		return nil, "", exitcode.Wrap(code, fmt.Errorf("load binding %s: %w", tp, err), hintFor(err, tp))
 	}
 	return b, etag, nil
 }
@@ -78,6 +183,9 @@ func loadBinding(ctx context.Context, st store.Store, arg string) (*layout.Bindi
 func hintFor(err error, tp layout.TopicPartition) string {
 	if isNotFound(err) {
 		return fmt.Sprintf("no binding %s in this store; list them with 'nereusctl status' or check --store", tp)
+	}
+	if verify.IsMalformed(err) {
+		return fmt.Sprintf("the binding document of %s is corrupt; restore it from a replica (docs/runbooks/restore-from-replica.md)", tp)
 	}
 	return ""
 }

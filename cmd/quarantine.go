@@ -6,6 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
@@ -20,7 +22,9 @@ func newQuarantineCmd(g *globals) *cobra.Command {
 		Use:   "list",
 		Short: "List every quarantine record: set, member, failed check, expected and found digest, when",
 		Long: `List every open quarantine record (archived ones, kept under
-quarantine/archive/ after a repair, are not listed).` + exitStatusHelp(),
+quarantine/archive/ after a repair, are not listed). A record that cannot
+be read is listed with its error, never skipped: the exit status is then 3
+for a record that does not decode, 1 for another failure.` + exitStatusHelp("3 when a quarantine record is malformed"),
 		Example: "  nereusctl quarantine list",
 		Args:    exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -29,26 +33,51 @@ quarantine/archive/ after a repair, are not listed).` + exitStatusHelp(),
 			if err != nil {
 				return err
 			}
-			recs, err := verify.Records(ctx, st)
+			recs, bad, err := verify.RecordsAll(ctx, st)
 			if err != nil {
-				return err
+				return fmt.Errorf("quarantine list: %w", err)
+			}
+			var fails failures
+			for _, f := range bad {
+				fails.add(f.Err())
 			}
 			if g.json() {
-				return writeJSON(g.stdout, map[string]any{"schema_version": SchemaVersion, "records": nonNil(recs)})
-			}
-			rows := [][]string{}
-			for _, q := range recs {
-				when := time.UnixMilli(q.CreatedMs).UTC().Format(time.RFC3339)
-				for _, f := range q.Findings {
-					rows = append(rows, []string{fmt.Sprintf("%s-%d", q.Topic, q.Partition), q.SetID[:16], fmt.Sprint(f.Gen), f.Object, f.Check, f.Expected, f.Found, when})
+				if err := writeJSON(g.stdout, quarantineListJSON{SchemaVersion: SchemaVersion, Records: recs, Errors: bad}); err != nil {
+					return err
+				}
+			} else {
+				rows := [][]string{}
+				for _, q := range recs {
+					when := time.UnixMilli(q.CreatedMs).UTC().Format(time.RFC3339)
+					for _, f := range q.Findings {
+						rows = append(rows, []string{fmt.Sprintf("%s-%d", q.Topic, q.Partition), q.SetID[:16], fmt.Sprint(f.Gen), f.Object, f.Check, f.Expected, f.Found, when})
+					}
+				}
+				for _, f := range bad {
+					rows = append(rows, []string{"-", "-", "-", f.Key, "error: " + f.Error, "", "", ""})
+				}
+				if err := writeTable(g.stdout, []string{"PARTITION", "SET", "GEN", "MEMBER", "CHECK", "EXPECTED", "FOUND", "WHEN"}, rows); err != nil {
+					return err
+				}
+				fmt.Fprintf(g.stdout, "%d quarantine records\n", len(recs))
+				if len(bad) > 0 {
+					fmt.Fprintf(g.stdout, "%d quarantine records unreadable\n", len(bad))
 				}
 			}
-			if err := writeTable(g.stdout, []string{"PARTITION", "SET", "GEN", "MEMBER", "CHECK", "EXPECTED", "FOUND", "WHEN"}, rows); err != nil {
-				return err
+			if fails.n > 0 {
+				return exitcode.Wrap(worse(fails.code, exitcode.Error), fmt.Errorf("quarantine list: %d of %d records unreadable; first: %w", fails.n, len(recs)+len(bad), fails.first),
+					"a record that does not decode is corrupt; restore it from a replica, and verify the partition it names")
 			}
-			fmt.Fprintf(g.stdout, "%d quarantine records\n", len(recs))
 			return nil
 		},
 	})
 	return c
+}
+
+// quarantineListJSON is quarantine list's -o json document
+// (docs/json-output.md).
+type quarantineListJSON struct {
+	SchemaVersion int                    `json:"schema_version"`
+	Records       []layout.Quarantine    `json:"records"`
+	Errors        []verify.RecordFailure `json:"errors"`
 }

@@ -122,7 +122,10 @@ func runRepair(cmd *cobra.Command, g *globals, o *repairOptions, args []string) 
 
 func renderRepair(g *globals, rs []*repair.Result) error {
 	if g.json() {
-		return writeJSON(g.stdout, map[string]any{"schema_version": SchemaVersion, "repairs": nonNil(rs)})
+		if rs == nil {
+			rs = []*repair.Result{}
+		}
+		return writeJSON(g.stdout, repairJSON{SchemaVersion: SchemaVersion, Repairs: rs})
 	}
 	for _, r := range rs {
 		switch {
@@ -160,4 +163,10 @@ func repairExit(err error, rs []*repair.Result) error {
 		}
 	}
 	return nil
+}
+
+// repairJSON is repair's -o json document (docs/json-output.md).
+type repairJSON struct {
+	SchemaVersion int              `json:"schema_version"`
+	Repairs       []*repair.Result `json:"repairs"`
 }

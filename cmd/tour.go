@@ -41,11 +41,8 @@ func runTour(cmd *cobra.Command, g *globals, sum *demo.Summary) error {
 	if err != nil {
 		return err
 	}
-	reps, err := verifyCheckpoints(cmd, g, tps)
-	if err != nil {
-		return err
-	}
-	if err := renderCheckpointVerify(g, reps); err != nil {
+	reps := verifyCheckpoints(ctx, st, tps)
+	if err := renderCheckpointVerify(g, reps, false); err != nil {
 		return err
 	}
 

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,15 +12,16 @@ import (
 )
 
 type verifyOptions struct {
-	sel    partitionSel
-	deep   bool
-	sample string
+	sel      partitionSel
+	deep     bool
+	sample   string
+	readOnly bool
 }
 
 func newVerifyCmd(g *globals) *cobra.Command {
 	o := &verifyOptions{}
 	c := &cobra.Command{
-		Use:   "verify (TOPIC-PARTITION... | --all) [--deep] [--sample n/t]",
+		Use:   "verify (TOPIC-PARTITION... | --all) [--deep [--sample n/t]] [--read-only]",
 		Short: "Verify compacted coverage, COMMITTED objects and checkpoints; quarantine what fails",
 		Long: `Verify what readers depend on:
   compacted coverage (the activation constraint): the generation-set identity
@@ -30,15 +32,31 @@ func newVerifyCmd(g *globals) *cobra.Command {
     CRC-32C;
   COMMITTED objects above the trim against their generation manifests (HEAD,
     size, ETag; with --deep, SHA-256 and every batch CRC);
+  generation kinds: a TOPIC_COMPACTED manifest names its sources and holds
+    NTC2 objects, a COMMITTED one batch objects; the sealed COMMITTED
+    generations above the trim tile their range with no gap;
+  the head against the stream: no object starting, generation ending or
+    checkpoint anchored above it (a rolled-back head);
+  mandatory coverage: a binding whose coverage is NONE while its stream
+    holds TOPIC_COMPACTED generations is reported BLOCKED;
+  with --deep, the open segment (objects above the last sealed generation):
+    they reach the head back to back and every batch passes its CRC;
   checkpoints, as 'checkpoint verify' does.
 The default level is cheap in requests (HEADs and documents); --deep reads
-and hashes every byte on all cores. --sample n/t hashes only a deterministic
-1/t slice of the objects, so t nightly runs (n = 0..t-1) cover everything.
+and hashes every byte on all cores. --sample n/t (with --deep) hashes only a
+deterministic 1/t slice of the objects, so t nightly runs (n = 0..t-1) cover
+everything.
 
 A finding on ACTIVE compacted coverage writes a quarantine record
 (quarantine/<set_id>.json), CASes the coverage state to QUARANTINED and
 reports the partition's coordinator as BLOCKED: no read path falls back to
-COMMITTED data for that range until 'nereusctl repair' restores it.` + exitStatusHelp("3 when any check failed (corruption found)", "4 when a partition is blocked by quarantined coverage"),
+COMMITTED data for that range until 'nereusctl repair' restores it.
+--read-only writes nothing at all (check a replica before restoring from
+it); the report names what would have been quarantined.
+
+With --all every partition is checked: a malformed binding, head or manifest
+is a finding for that partition and the others are still verified. The exit
+status is the worst over the partitions.` + exitStatusHelp("3 when any check failed (corruption found, a stored document malformed)", "4 when a partition is blocked by quarantined or missing mandatory coverage"),
 		Example: `  nereusctl verify --all
   nereusctl verify __consumer_offsets-0 --deep
   nereusctl verify --all --deep --sample 3/7 --shard 0/2 -o json`,
@@ -49,13 +67,31 @@ COMMITTED data for that range until 'nereusctl repair' restores it.` + exitStatu
 	o.sel.addFlags(c, true)
 	c.Flags().BoolVar(&o.deep, "deep", false, "read and hash every byte (SHA-256 and every CRC), in parallel")
 	c.Flags().StringVar(&o.sample, "sample", "", "with --deep: hash only the deterministic slice n of t (n/t)")
+	c.Flags().BoolVar(&o.readOnly, "read-only", false, "check everything, write nothing: no quarantine record, no coverage CAS (the report says what would be quarantined); same exit codes")
 	return c
+}
+
+// verifyJSON is verify's -o json document (docs/json-output.md).
+type verifyJSON struct {
+	SchemaVersion int              `json:"schema_version"`
+	OK            bool             `json:"ok"`
+	Deep          bool             `json:"deep"`
+	ReadOnly      bool             `json:"read_only"`
+	Findings      int              `json:"findings"`
+	Blocked       int              `json:"blocked"`
+	Errors        int              `json:"errors"`
+	BytesHashed   int64            `json:"bytes_hashed"`
+	Seconds       float64          `json:"seconds"`
+	Partitions    []*verify.Report `json:"partitions"`
 }
 
 func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) error {
 	ctx := cmd.Context()
 	var sample *verify.Sample
 	if o.sample != "" {
+		if !o.deep {
+			return exitcode.UsageErr(fmt.Errorf("--sample %s goes with --deep: the default level reads no bytes to sample", o.sample))
+		}
 		s, err := verify.ParseSample(o.sample)
 		if err != nil {
 			return exitcode.UsageErr(err)
@@ -72,31 +108,41 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 	}
 	prog := newProgress(g, "hashing", -1)
 	defer prog.done()
-	var reps []*verify.Report
+	reps := []*verify.Report{}
 	start := time.Now()
 	for _, tp := range tps {
-		b, _, err := loadBinding(ctx, st, tp.String())
-		if err != nil {
+		if err := ctx.Err(); err != nil {
 			return err
 		}
-		rep, err := verify.Partition(ctx, st, b, verify.Options{Deep: o.deep, Sample: sample, NowMs: time.Now().UnixMilli(), Progress: prog.add})
-		if err != nil {
-			return fmt.Errorf("verify %s: %w", tp, err)
-		}
-		reps = append(reps, rep)
+		// Every partition is checked: one that cannot be read is a
+		// reported failure, never the end of the run.
+		reps = append(reps, verify.Named(ctx, st, tp, verify.Options{Deep: o.deep, Sample: sample, ReadOnly: o.readOnly, NowMs: time.Now().UnixMilli(), Progress: prog.add}))
 	}
 	prog.done()
-	findings, blocked, hashed := 0, 0, int64(0)
+	findings, blocked, failed, hashed := 0, 0, 0, int64(0)
+	code := exitcode.OK
+	var firstErr error
 	for _, r := range reps {
 		findings += len(r.Findings)
 		hashed += r.BytesHashed
+		if len(r.Findings) > 0 {
+			code = worse(code, exitcode.Verify)
+		}
 		if r.Blocked {
 			blocked++
+			code = worse(code, exitcode.Blocked)
+		}
+		if r.Err() != nil {
+			failed++
+			code = worse(code, partitionErrCode(r.Err()))
+			if firstErr == nil {
+				firstErr = r.Err()
+			}
 		}
 	}
 	secs := time.Since(start).Seconds()
 	if g.json() {
-		if err := writeJSON(g.stdout, map[string]any{"schema_version": SchemaVersion, "ok": findings == 0 && blocked == 0, "deep": o.deep, "findings": findings, "blocked": blocked, "bytes_hashed": hashed, "seconds": secs, "partitions": nonNil(reps)}); err != nil {
+		if err := writeJSON(g.stdout, verifyJSON{SchemaVersion: SchemaVersion, OK: code == exitcode.OK, Deep: o.deep, ReadOnly: o.readOnly, Findings: findings, Blocked: blocked, Errors: failed, BytesHashed: hashed, Seconds: secs, Partitions: reps}); err != nil {
 			return err
 		}
 	} else {
@@ -105,31 +151,88 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 			for _, f := range r.Findings {
 				rows = append(rows, []string{r.Partition, f.Scope, f.Check, f.Object, f.Detail})
 			}
-			if r.Quarantined {
+			switch {
+			case r.Quarantined:
 				fmt.Fprintf(g.stdout, "%s: QUARANTINED compacted set %s; the coordinator is blocked until repair\n", r.Partition, r.SetID)
-			} else if r.Blocked {
-				fmt.Fprintf(g.stdout, "%s: compacted set %s is QUARANTINED; the coordinator is blocked\n", r.Partition, r.SetID)
+			case r.WouldQuarantine:
+				fmt.Fprintf(g.stdout, "%s: would QUARANTINE compacted set %s (read-only: nothing written)\n", r.Partition, r.SetID)
+			case r.Blocked:
+				fmt.Fprintf(g.stdout, "%s: BLOCKED: %s\n", r.Partition, r.BlockedReason)
+			}
+			if r.Error != "" {
+				fmt.Fprintf(g.stdout, "%s: ERROR: %s\n", r.Partition, r.Error)
 			}
 		}
 		if len(rows) > 0 {
 			if err := writeTable(g.stdout, []string{"PARTITION", "SCOPE", "CHECK", "OBJECT", "DETAIL"}, rows); err != nil {
 				return err
 			}
+			fmt.Fprintln(g.stdout)
+		}
+		prow := make([][]string, 0, len(reps))
+		for _, r := range reps {
+			prow = append(prow, []string{r.Partition, dash(r.Coverage, ""), fmt.Sprint(r.Objects), verifyResult(r)})
+		}
+		if err := writeTable(g.stdout, []string{"PARTITION", "COVERAGE", "OBJECTS", "RESULT"}, prow); err != nil {
+			return err
 		}
 		level := "default"
 		if o.deep {
 			level = "deep"
 		}
-		fmt.Fprintf(g.stdout, "verify (%s): %d partitions, %d findings, %d blocked; %d bytes hashed in %.1fs\n", level, len(reps), findings, blocked, hashed, secs)
+		ro := ""
+		if o.readOnly {
+			ro = ", read-only"
+		}
+		errs := ""
+		if failed > 0 {
+			errs = fmt.Sprintf(", %d errors", failed)
+		}
+		fmt.Fprintf(g.stdout, "verify (%s%s): %d partitions, %d findings, %d blocked%s; %d bytes hashed in %.1fs\n", level, ro, len(reps), findings, blocked, errs, hashed, secs)
 	}
-	switch {
-	case findings > 0:
+	switch code {
+	case exitcode.OK:
+		return nil
+	case exitcode.Verify:
 		f := firstVerifyFinding(reps)
 		return exitcode.Wrap(exitcode.Verify, fmt.Errorf("verify: %d findings; first: %s: %s check failed on %s: %s", findings, f.Partition, f.Check, f.Object, f.Detail), "see 'nereusctl quarantine list' and docs/runbooks/coordinator-blocked.md")
-	case blocked > 0:
-		return exitcode.BlockedErr(fmt.Errorf("verify: %d partition(s) blocked by quarantined compacted coverage", blocked), "repair with 'nereusctl repair TOPIC-PARTITION --digest sha256:...'; see 'nereusctl quarantine list'")
+	case exitcode.Blocked:
+		return exitcode.BlockedErr(fmt.Errorf("verify: %d partition(s) blocked; first: %s", blocked, firstBlocked(reps)), "repair quarantined coverage with 'nereusctl repair TOPIC-PARTITION --digest sha256:...' (see 'nereusctl quarantine list'); restore a binding whose mandatory coverage is missing from a replica (docs/runbooks/coordinator-blocked.md)")
 	}
-	return nil
+	return exitcode.Wrap(code, fmt.Errorf("verify: %d of %d partitions could not be verified; first: %w", failed, len(reps), firstErr), exitcode.HintOf(firstErr))
+}
+
+// verifyResult is a partition's one-word outcome and its counts.
+func verifyResult(r *verify.Report) string {
+	var parts []string
+	if n := len(r.Findings); n > 0 {
+		parts = append(parts, fmt.Sprintf("FAILED: %d findings", n))
+	}
+	switch {
+	case r.Quarantined:
+		parts = append(parts, "QUARANTINED")
+	case r.WouldQuarantine:
+		parts = append(parts, "would quarantine")
+	}
+	if r.Blocked {
+		parts = append(parts, "BLOCKED")
+	}
+	if r.Error != "" {
+		parts = append(parts, "ERROR")
+	}
+	if len(parts) == 0 {
+		return "ok"
+	}
+	return strings.Join(parts, "; ")
+}
+
+func firstBlocked(reps []*verify.Report) string {
+	for _, r := range reps {
+		if r.Blocked {
+			return r.Partition + ": " + r.BlockedReason
+		}
+	}
+	return ""
 }
 
 func firstVerifyFinding(reps []*verify.Report) verify.Finding {

@@ -2,6 +2,7 @@ package compaction
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -11,7 +12,13 @@ import (
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/stream"
+	"github.com/nereusctl/nereusctl/internal/verify"
 )
+
+// ErrViewCorrupt marks a compacted view of ACTIVE coverage whose member
+// manifest or object is missing or holds other bytes than the set
+// recorded. It wraps ntc2.ErrCorrupt, so it is corruption (exit 3).
+var ErrViewCorrupt = fmt.Errorf("compacted view is corrupt or incomplete: %w", ntc2.ErrCorrupt)
 
 // Record is one record a READ_COMMITTED fetch returns.
 type Record struct {
@@ -115,12 +122,15 @@ func readView(ctx context.Context, st store.Store, b *layout.Binding, at int64, 
 	members := append([]layout.SetMember(nil), b.Coverage.Members...)
 	var gens []*layout.Generation
 	for _, m := range members {
-		g, sum, err := layout.LoadGeneration(ctx, st, b.StreamID, m.Gen)
+		g, sum, err := verify.LoadGeneration(ctx, st, b.StreamID, m.Gen)
 		if err != nil {
+			if verify.IsMalformed(err) || errors.Is(err, store.ErrNotFound) {
+				err = fmt.Errorf("%w: %w", ErrViewCorrupt, err)
+			}
 			return fmt.Errorf("read %s: compacted generation %d: %w (coverage is ACTIVE; run 'nereusctl verify %s')", b.Name(), m.Gen, err, b.Name())
 		}
 		if sum != m.ManifestSHA256 {
-			return fmt.Errorf("read %s: compacted generation %d manifest sha256 %s, the set recorded %s (run 'nereusctl verify %s')", b.Name(), m.Gen, sum, m.ManifestSHA256, b.Name())
+			return fmt.Errorf("read %s: %w: compacted generation %d manifest sha256 %s, the set recorded %s (run 'nereusctl verify %s')", b.Name(), ErrViewCorrupt, m.Gen, sum, m.ManifestSHA256, b.Name())
 		}
 		gens = append(gens, g)
 	}
@@ -132,10 +142,15 @@ func readView(ctx context.Context, st store.Store, b *layout.Binding, at int64, 
 			}
 			data, err := st.Get(ctx, o.Key, nil)
 			if err != nil {
+				if errors.Is(err, store.ErrNotFound) {
+					// A member of ACTIVE coverage that is gone is lost
+					// data, not an I/O failure.
+					err = fmt.Errorf("%w: %w", ErrViewCorrupt, err)
+				}
 				return fmt.Errorf("read %s: compacted object %s: %w (run 'nereusctl verify %s')", b.Name(), o.Key, err, b.Name())
 			}
 			if got := store.SHA256Of(data); got != o.SHA256 {
-				return fmt.Errorf("read %s: compacted object %s has sha256 %s, its manifest recorded %s (run 'nereusctl verify %s')", b.Name(), o.Key, got, o.SHA256, b.Name())
+				return fmt.Errorf("read %s: %w: compacted object %s has sha256 %s, its manifest recorded %s (run 'nereusctl verify %s')", b.Name(), ErrViewCorrupt, o.Key, got, o.SHA256, b.Name())
 			}
 			r, err := ntc2.Open(data)
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
 // Regenerate reruns the deterministic compaction that produced the
@@ -22,7 +23,7 @@ func Regenerate(ctx context.Context, st store.Store, g *layout.Generation, maxMe
 	p := &Plan{StreamID: g.StreamID, Base: g.Base, End: g.End, PrevEnd: g.Compaction.PrevEnd, Params: *g.Compaction, Sources: g.Sources, LogStart: g.Compaction.LogStart}
 	p.aborts = newAbortIndex(g.Compaction.Aborted)
 	for _, s := range g.Sources {
-		sg, sum, err := layout.LoadGeneration(ctx, st, g.StreamID, s.Gen)
+		sg, sum, err := verify.LoadGeneration(ctx, st, g.StreamID, s.Gen)
 		if err != nil {
 			return fmt.Errorf("regenerate generation %d: source generation %d: %w", g.Gen, s.Gen, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/stream"
+	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
 // GC categories.
@@ -48,7 +49,17 @@ type GCPartition struct {
 	Objects   int    `json:"objects"`
 	Bytes     int64  `json:"bytes"`
 	Skipped   string `json:"skipped,omitempty"` // why below-trim data was kept
+	// Error is why nothing was collected in the partition (a document that
+	// does not decode, a head rolled back below the stream's data, an I/O
+	// failure); the other partitions are still collected.
+	Error string `json:"error,omitempty"`
+	err   error
 }
+
+// Err is the partition's failure (nil when it was collected); it wraps
+// verify.ErrMalformed or verify.ErrHeadRollback when the store holds wrong
+// bytes.
+func (p GCPartition) Err() error { return p.err }
 
 // GCReport is the outcome of a gc run.
 type GCReport struct {
@@ -82,11 +93,16 @@ func GC(ctx context.Context, st store.Store, tps []layout.TopicPartition, o GCOp
 		}
 		items, gp, err := gcPartition(ctx, st, tp, o)
 		if err != nil {
-			rep.Errors = append(rep.Errors, fmt.Sprintf("%s: %v", tp, err))
+			err = fmt.Errorf("gc %s: %w", tp, err)
+			gp.err, gp.Error = err, err.Error()
+			rep.Errors = append(rep.Errors, err.Error())
+			rep.Partitions = append(rep.Partitions, gp)
 			continue
 		}
 		if err := rep.apply(ctx, st, items, o.DryRun); err != nil {
-			rep.Errors = append(rep.Errors, fmt.Sprintf("%s: %v", tp, err))
+			err = fmt.Errorf("gc %s: %w", tp, err)
+			gp.err, gp.Error = err, err.Error()
+			rep.Errors = append(rep.Errors, err.Error())
 		}
 		for _, it := range items {
 			gp.Objects++
@@ -135,12 +151,15 @@ func (rep *GCReport) apply(ctx context.Context, st store.Store, items []GCItem, 
 // gcPartition finds one partition's garbage, in deletion order.
 func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, o GCOptions) ([]GCItem, GCPartition, error) {
 	gp := GCPartition{Partition: tp.String()}
-	b, _, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
+	b, _, err := verify.LoadBinding(ctx, st, tp)
 	if err != nil {
 		return nil, gp, err
 	}
-	h, _, err := layout.LoadHead(ctx, st, b.StreamID)
+	h, _, err := verify.LoadHead(ctx, st, b.StreamID)
 	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			err = fmt.Errorf("%w: stream head %s is missing", verify.ErrMalformed, layout.HeadKey(b.StreamID))
+		}
 		return nil, gp, err
 	}
 	gp.Trim = h.Trim
@@ -184,11 +203,15 @@ func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, 
 		keepGen[m.Gen] = true
 		maxMember = max(maxMember, m.Gen)
 	}
+	var all []*layout.Generation
 	for _, n := range gens {
-		g, _, err := layout.LoadGeneration(ctx, st, b.StreamID, n)
+		g, _, err := verify.LoadGeneration(ctx, st, b.StreamID, n)
 		if err != nil {
+			// A manifest that does not decode may hide live objects:
+			// nothing in the partition is collected.
 			return nil, gp, err
 		}
+		all = append(all, g)
 		if g.Kind == layout.KindTopicCompacted {
 			compacted = append(compacted, g)
 			if keepGen[g.Gen] {
@@ -236,6 +259,13 @@ func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, 
 	cps, err := st.List(ctx, layout.CheckpointsPrefix(b.StreamID))
 	if err != nil {
 		return nil, gp, err
+	}
+	// A head below what the stream holds was rolled back: the "beyond-head"
+	// objects are the stream's data, not an append's leftovers. Refuse to
+	// collect anything in the partition.
+	if fs := verify.BeyondHead(h, objs, all, cps); len(fs) > 0 {
+		return nil, gp, fmt.Errorf("%w: %d objects, generations or checkpoints lie above the head %d (first: %s); deleting nothing in this partition: run 'nereusctl verify %s' and restore the head (docs/runbooks/restore-from-replica.md)",
+			verify.ErrHeadRollback, len(fs), h.Head, fs[0].Detail, name)
 	}
 	floor := false
 	for _, in := range cps {

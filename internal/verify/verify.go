@@ -29,6 +29,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/ntc2"
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/stream"
 )
 
 // Checks, as findings name them.
@@ -43,6 +44,23 @@ const (
 	CheckCRC         = "crc"
 	CheckStructure   = "structure"
 	CheckCheckpoint  = "checkpoint"
+	// CheckBinding: the binding document does not decode or validate.
+	CheckBinding = "binding"
+	// CheckStreamHead: the stream head document is missing or malformed.
+	CheckStreamHead = "stream-head"
+	// CheckKind: a generation's kind does not fit what it holds (a
+	// TOPIC_COMPACTED manifest without sources or over COMMITTED objects,
+	// a COMMITTED one over NTC2 objects).
+	CheckKind = "kind"
+	// CheckCommittedGap: the sealed COMMITTED generations above the trim
+	// do not tile their range back to back.
+	CheckCommittedGap = "committed-gap"
+	// CheckBeyondHead: the stream holds objects, generations or
+	// checkpoints above its head (a rolled-back head).
+	CheckBeyondHead = "beyond-head"
+	// CheckChain: the open segment's objects do not reach the head back to
+	// back (a hole, or two overlapping chains).
+	CheckChain = "chain"
 )
 
 // Scopes of findings.
@@ -50,6 +68,13 @@ const (
 	ScopeCoverage   = "compacted-coverage"
 	ScopeCommitted  = "committed"
 	ScopeCheckpoint = "checkpoint"
+	// ScopeBinding: the binding document itself.
+	ScopeBinding = "binding"
+	// ScopeStream: the stream's head against what the stream holds.
+	ScopeStream = "stream"
+	// ScopeOpenSegment: the objects above the last sealed generation, up to
+	// the head (checked with --deep).
+	ScopeOpenSegment = "open-segment"
 )
 
 // Sample selects a deterministic 1/T slice of the objects (N in [0, T)),
@@ -88,7 +113,10 @@ type Options struct {
 	// NoQuarantine reports findings without quarantining (repair's
 	// re-verification).
 	NoQuarantine bool
-	NowMs        int64
+	// ReadOnly writes nothing at all (no quarantine record, no coverage
+	// CAS); the report says what would have been quarantined.
+	ReadOnly bool
+	NowMs    int64
 	// Progress is told the bytes hashed (deep) as they go.
 	Progress func(n int64)
 }
@@ -112,9 +140,52 @@ type Report struct {
 	SetID       string    `json:"set_id,omitempty"`
 	Findings    []Finding `json:"findings"`
 	Quarantined bool      `json:"quarantined"` // this run quarantined the set
-	Blocked     bool      `json:"blocked"`     // the coverage is QUARANTINED now
-	Objects     int       `json:"objects_checked"`
-	BytesHashed int64     `json:"bytes_hashed"`
+	// WouldQuarantine: the coverage findings would have quarantined the
+	// set, but the run was read-only (or repair's re-verification).
+	WouldQuarantine bool `json:"would_quarantine"`
+	Blocked         bool `json:"blocked"` // the coverage is QUARANTINED now, or mandatory coverage is missing
+	// BlockedReason says why the partition is blocked.
+	BlockedReason string `json:"blocked_reason,omitempty"`
+	Objects       int    `json:"objects_checked"`
+	BytesHashed   int64  `json:"bytes_hashed"`
+	// Error is why the partition could not be (fully) verified when that
+	// is not a finding (an I/O failure); the findings so far are kept.
+	Error string `json:"error,omitempty"`
+	err   error
+}
+
+// Err is the failure behind Error (nil when the partition was verified).
+func (r *Report) Err() error { return r.err }
+
+// fail records a failure that stops the partition's verification.
+func (r *Report) fail(err error) *Report {
+	r.err = err
+	r.Error = err.Error()
+	return r
+}
+
+// Named verifies one partition by name: a binding that cannot be read is
+// reported, never returned as an error, so that a run over many partitions
+// checks every one. A malformed binding is a finding (corruption); any
+// other failure fills Error.
+func Named(ctx context.Context, st store.Store, tp layout.TopicPartition, o Options) *Report {
+	rep := &Report{Partition: tp.String(), Findings: []Finding{}}
+	b, _, err := LoadBinding(ctx, st, tp)
+	if err != nil {
+		if IsMalformed(err) {
+			rep.Findings = append(rep.Findings, Finding{Partition: tp.String(), Scope: ScopeBinding, Gen: -1, Object: layout.BindingKey(tp.Topic, tp.Partition), Check: CheckBinding, Detail: err.Error()})
+			return rep
+		}
+		return rep.fail(fmt.Errorf("verify %s: load binding: %w", tp, err))
+	}
+	r, err := Partition(ctx, st, b, o)
+	if err != nil {
+		if r == nil {
+			return rep.fail(err)
+		}
+		return r.fail(err)
+	}
+	return r
 }
 
 // target is an object to check against its manifest entry.
@@ -126,19 +197,29 @@ type target struct {
 }
 
 // Partition verifies one binding: its compacted coverage (when not NONE),
-// the COMMITTED generations above the trim, and its checkpoints.
+// the COMMITTED generations above the trim, the generations' kinds, the
+// head against what the stream holds, with Deep the open segment, and its
+// checkpoints. A stored document that does not decode is a finding; an
+// error is an I/O failure (the report so far is returned with it).
 func Partition(ctx context.Context, st store.Store, b *layout.Binding, o Options) (*Report, error) {
 	rep := &Report{Partition: b.Name(), Coverage: b.Coverage.State, SetID: b.Coverage.SetID, Findings: []Finding{}}
 	add := func(f Finding) {
 		f.Partition = b.Name()
 		rep.Findings = append(rep.Findings, f)
 	}
-	h, _, err := layout.LoadHead(ctx, st, b.StreamID)
-	if err != nil {
-		return nil, fmt.Errorf("verify %s: %w", b.Name(), err)
+	h, _, err := LoadHead(ctx, st, b.StreamID)
+	switch {
+	case err == nil:
+	case IsMalformed(err):
+		add(Finding{Scope: ScopeStream, Gen: -1, Object: layout.HeadKey(b.StreamID), Check: CheckStreamHead, Detail: err.Error()})
+		h = nil
+	case errors.Is(err, store.ErrNotFound):
+		add(Finding{Scope: ScopeStream, Gen: -1, Object: layout.HeadKey(b.StreamID), Check: CheckStreamHead, Expected: "present", Found: "missing", Detail: "the stream head is missing: " + err.Error()})
+		h = nil
+	default:
+		return rep, fmt.Errorf("verify %s: %w", b.Name(), err)
 	}
 	var targets []target
-	coverageFindings := 0
 	if b.Coverage.State != layout.CoverageNone {
 		ts, fs := coverageTargets(ctx, st, b, h)
 		for _, f := range fs {
@@ -148,45 +229,238 @@ func Partition(ctx context.Context, st store.Store, b *layout.Binding, o Options
 	}
 	gens, err := layout.ListGenerations(ctx, st, b.StreamID)
 	if err != nil {
-		return nil, err
+		return rep, fmt.Errorf("verify %s: %w", b.Name(), err)
 	}
+	trim := int64(-1)
+	if h != nil {
+		trim = h.Trim
+	}
+	var loaded, committed []*layout.Generation
+	compactedGens := 0
 	for _, n := range gens {
-		g, _, err := layout.LoadGeneration(ctx, st, b.StreamID, n)
+		g, _, err := LoadGeneration(ctx, st, b.StreamID, n)
 		if err != nil {
+			if !IsMalformed(err) && !errors.Is(err, store.ErrNotFound) {
+				return rep, fmt.Errorf("verify %s: %w", b.Name(), err)
+			}
 			add(Finding{Scope: ScopeCommitted, Gen: n, Object: layout.GenerationKey(b.StreamID, n), Check: CheckManifest, Detail: err.Error()})
 			continue
 		}
-		if g.Kind != layout.KindCommitted || g.End <= h.Trim {
+		loaded = append(loaded, g)
+		if f, bad := kindFinding(g); bad {
+			add(f)
+			continue
+		}
+		if g.Kind == layout.KindTopicCompacted {
+			compactedGens++
+			continue
+		}
+		if g.End <= trim {
 			continue // below the trim: garbage for gc, not data
 		}
+		committed = append(committed, g)
 		for _, ref := range g.Objects {
 			targets = append(targets, target{scope: ScopeCommitted, gen: g.Gen, ref: ref})
+		}
+	}
+	for _, f := range committedGaps(committed, trim) {
+		add(f)
+	}
+	if b.Coverage.State == layout.CoverageNone && compactedGens > 0 {
+		// A stream that holds compacted generations had coverage once:
+		// with NONE, readers would fall back to COMMITTED data that
+		// compaction superseded (compacted-away values come back).
+		rep.Blocked = true
+		rep.BlockedReason = fmt.Sprintf("mandatory compacted coverage is missing: the binding's coverage is NONE but the stream holds %d TOPIC_COMPACTED generation(s)", compactedGens)
+	}
+	var objs []layout.StreamObject
+	if h != nil {
+		objs, err = layout.ListObjects(ctx, st, b.StreamID)
+		if err != nil {
+			return rep, fmt.Errorf("verify %s: %w", b.Name(), err)
+		}
+		cps, err := st.List(ctx, layout.CheckpointsPrefix(b.StreamID))
+		if err != nil {
+			return rep, fmt.Errorf("verify %s: %w", b.Name(), err)
+		}
+		for _, f := range BeyondHead(h, objs, loaded, cps) {
+			add(f)
 		}
 	}
 	for _, f := range checkObjects(ctx, st, targets, o, rep) {
 		add(f)
 	}
+	if o.Deep && h != nil {
+		for _, f := range openSegment(ctx, st, h, objs, committed, o, rep) {
+			add(f)
+		}
+	}
+	coverageFindings := 0
 	for _, f := range rep.Findings {
 		if f.Scope == ScopeCoverage {
 			coverageFindings++
 		}
 	}
-	crep, err := recovery.Verify(ctx, st, b)
-	if err != nil {
-		return nil, err
-	}
-	for _, f := range crep.Findings {
-		add(Finding{Scope: ScopeCheckpoint, Gen: -1, Object: f.Key, Check: CheckCheckpoint + ":" + f.Check, Detail: f.Detail})
-	}
-	if coverageFindings > 0 && b.Coverage.State == layout.CoverageActive && !o.NoQuarantine {
-		if err := Quarantine(ctx, st, b, rep.Findings, o.NowMs); err != nil {
-			return rep, err
+	if h != nil {
+		crep, err := recovery.Verify(ctx, st, b)
+		if err != nil {
+			return rep, fmt.Errorf("verify %s: checkpoints: %w", b.Name(), err)
 		}
-		rep.Quarantined = true
+		for _, f := range crep.Findings {
+			add(Finding{Scope: ScopeCheckpoint, Gen: -1, Object: f.Key, Check: CheckCheckpoint + ":" + f.Check, Detail: f.Detail})
+		}
 	}
-	rep.Blocked = b.Coverage.State == layout.CoverageQuarantined
+	if coverageFindings > 0 && b.Coverage.State == layout.CoverageActive {
+		if o.NoQuarantine || o.ReadOnly {
+			rep.WouldQuarantine = true
+		} else {
+			if err := Quarantine(ctx, st, b, rep.Findings, o.NowMs); err != nil {
+				return rep, err
+			}
+			rep.Quarantined = true
+		}
+	}
+	if b.Coverage.State == layout.CoverageQuarantined {
+		rep.Blocked = true
+		rep.BlockedReason = "compacted set " + b.Coverage.SetID + " is QUARANTINED"
+	}
 	rep.Coverage = b.Coverage.State
 	return rep, nil
+}
+
+// kindFinding checks that a generation's kind fits what it holds: a
+// TOPIC_COMPACTED generation is computed from sources and holds NTC2
+// objects under compacted/; a COMMITTED one holds batch objects under
+// objects/. A COMMITTED manifest whose kind was flipped would otherwise
+// drop out of the COMMITTED checks unseen.
+func kindFinding(g *layout.Generation) (Finding, bool) {
+	key := layout.GenerationKey(g.StreamID, g.Gen)
+	f := Finding{Scope: ScopeCommitted, Gen: g.Gen, Object: key, Check: CheckKind, Expected: g.Kind}
+	if g.Kind == layout.KindTopicCompacted {
+		if len(g.Sources) == 0 {
+			f.Found = "no sources"
+			f.Detail = fmt.Sprintf("TOPIC_COMPACTED generation %d [%d, %d) names no sources (a COMMITTED manifest with its kind changed?)", g.Gen, g.Base, g.End)
+			return f, true
+		}
+	}
+	for _, ref := range g.Objects {
+		inObjects := strings.HasPrefix(ref.Key, layout.ObjectsPrefix(g.StreamID))
+		if g.Kind == layout.KindTopicCompacted && inObjects || g.Kind == layout.KindCommitted && !inObjects {
+			f.Found = ref.Key
+			f.Detail = fmt.Sprintf("%s generation %d [%d, %d) holds %s, not an object of its kind", g.Kind, g.Gen, g.Base, g.End, ref.Key)
+			return f, true
+		}
+	}
+	return Finding{}, false
+}
+
+// committedGaps checks that the sealed COMMITTED generations above the trim
+// tile their range: the first holds the trim, each starts where the
+// previous one ended.
+func committedGaps(gens []*layout.Generation, trim int64) []Finding {
+	gs := append([]*layout.Generation(nil), gens...)
+	sort.Slice(gs, func(i, j int) bool { return gs[i].Base < gs[j].Base })
+	var fs []Finding
+	for i, g := range gs {
+		want := trim
+		if i > 0 {
+			want = gs[i-1].End
+		} else if trim < 0 || g.Base <= trim {
+			continue
+		}
+		if g.Base != want {
+			what := "gap"
+			if g.Base < want {
+				what = "overlap"
+			}
+			fs = append(fs, Finding{Scope: ScopeCommitted, Gen: g.Gen, Object: layout.GenerationKey(g.StreamID, g.Gen), Check: CheckCommittedGap, Expected: fmt.Sprint(want), Found: fmt.Sprint(g.Base),
+				Detail: fmt.Sprintf("sealed COMMITTED generations have a %s: generation %d starts at %d, the previous range ends at %d", what, g.Gen, g.Base, want)})
+		}
+	}
+	return fs
+}
+
+// BeyondHead finds what a stream holds above its head: objects starting
+// above it (an append only ever writes at the head, so that is no failed
+// append's leftover) or reaching across it without a sibling, generations
+// ending above it and checkpoints anchored above it. An object starting
+// exactly at the head is what a failed append leaves and is not reported. Any of them means the head was rolled back: the data above it
+// is the stream's, and gc must not collect it.
+func BeyondHead(h *layout.Head, objs []layout.StreamObject, gens []*layout.Generation, checkpoints []store.ObjectInfo) []Finding {
+	var fs []Finding
+	f := func(gen int64, key, found, detail string) {
+		fs = append(fs, Finding{Scope: ScopeStream, Gen: gen, Object: key, Check: CheckBeyondHead, Expected: fmt.Sprintf("<= %d", h.Head), Found: found, Detail: detail})
+	}
+	// An append that lost its head CAS leaves an object starting where the
+	// winner's object starts (both wrote at the head they read); one
+	// reaching across the head with no such sibling was below the head.
+	sibling := map[int64]bool{}
+	for _, o := range objs {
+		if o.End <= h.Head {
+			sibling[o.Base] = true
+		}
+	}
+	for _, o := range objs {
+		switch {
+		case o.Base > h.Head:
+			f(-1, o.Key, fmt.Sprint(o.Base), fmt.Sprintf("object [%d, %d) starts above the head %d", o.Base, o.End, h.Head))
+		case o.Base < h.Head && o.End > h.Head && !sibling[o.Base]:
+			f(-1, o.Key, fmt.Sprint(o.End), fmt.Sprintf("object [%d, %d) reaches across the head %d and is no failed append's leftover (no object of the chain starts at %d)", o.Base, o.End, h.Head, o.Base))
+		}
+	}
+	for _, g := range gens {
+		if g.End > h.Head {
+			f(g.Gen, layout.GenerationKey(g.StreamID, g.Gen), fmt.Sprint(g.End), fmt.Sprintf("%s generation %d [%d, %d) ends above the head %d", g.Kind, g.Gen, g.Base, g.End, h.Head))
+		}
+	}
+	for _, in := range checkpoints {
+		anchor, _, err := layout.ParseCheckpointKey(in.Key)
+		if err == nil && anchor > h.Head {
+			f(-1, in.Key, fmt.Sprint(anchor), fmt.Sprintf("checkpoint anchored at %d, above the head %d", anchor, h.Head))
+		}
+	}
+	return fs
+}
+
+// openSegment checks the objects above the last sealed COMMITTED generation
+// (in no manifest yet): they must reach the head back to back, and each
+// must hold batches that pass their CRC inside the object's range.
+func openSegment(ctx context.Context, st store.Store, h *layout.Head, objs []layout.StreamObject, committed []*layout.Generation, o Options, rep *Report) []Finding {
+	from := max(h.Start, h.Trim)
+	for _, g := range committed {
+		from = max(from, g.End)
+	}
+	if from >= h.Head {
+		return nil
+	}
+	chain, err := stream.Chain(objs, from, h.Head)
+	if err != nil {
+		return []Finding{{Scope: ScopeOpenSegment, Gen: -1, Check: CheckChain, Expected: fmt.Sprintf("[%d, %d) back to back", from, h.Head), Detail: err.Error()}}
+	}
+	var fs []Finding
+	for _, ob := range chain {
+		if !o.Sample.Has(ob.Key) {
+			continue
+		}
+		data, err := stream.ReadObject(ctx, st, ob)
+		rep.Objects++
+		if err != nil {
+			fs = append(fs, Finding{Scope: ScopeOpenSegment, Gen: -1, Object: ob.Key, Check: CheckHead, Expected: "readable", Found: "error", Detail: err.Error()})
+			continue
+		}
+		rep.BytesHashed += int64(len(data))
+		if o.Progress != nil {
+			o.Progress(int64(len(data)))
+		}
+		if err := stream.ScanObject(ob, data, true, func(stream.Batch) error { return nil }); err != nil {
+			check := CheckStructure
+			if errors.Is(err, kafka.ErrCRC) {
+				check = CheckCRC
+			}
+			fs = append(fs, Finding{Scope: ScopeOpenSegment, Gen: -1, Object: ob.Key, Check: check, Detail: err.Error()})
+		}
+	}
+	return fs
 }
 
 // coverageTargets checks the set's documents: identity, manifests, gap-free
@@ -201,7 +475,7 @@ func coverageTargets(ctx context.Context, st store.Store, b *layout.Binding, h *
 	var gens []*layout.Generation
 	for _, m := range c.Members {
 		key := layout.GenerationKey(b.StreamID, m.Gen)
-		g, sum, err := layout.LoadGeneration(ctx, st, b.StreamID, m.Gen)
+		g, sum, err := LoadGeneration(ctx, st, b.StreamID, m.Gen)
 		if err != nil {
 			fs = append(fs, Finding{Scope: ScopeCoverage, Gen: m.Gen, Object: key, Check: CheckManifest, Expected: m.ManifestSHA256, Detail: err.Error()})
 			continue
@@ -222,7 +496,7 @@ func coverageTargets(ctx context.Context, st store.Store, b *layout.Binding, h *
 	// Gap-free from the log start to the compacted end.
 	sort.Slice(gens, func(i, j int) bool { return gens[i].Base < gens[j].Base })
 	at := c.Start
-	if c.Start > h.Trim {
+	if h != nil && c.Start > h.Trim {
 		fs = append(fs, Finding{Scope: ScopeCoverage, Gen: -1, Check: CheckCoverageGap, Expected: fmt.Sprint(h.Trim), Found: fmt.Sprint(c.Start), Detail: fmt.Sprintf("coverage starts at %d, above the log start %d", c.Start, h.Trim)})
 	}
 	for _, g := range gens {
@@ -381,22 +655,56 @@ func Quarantine(ctx context.Context, st store.Store, b *layout.Binding, findings
 	return fmt.Errorf("quarantine %s: the binding keeps changing: %w", b.Name(), store.ErrPreconditionFailed)
 }
 
-// Records lists every quarantine record (not the archived ones).
+// Records lists every quarantine record (not the archived ones); the first
+// record that cannot be read fails the listing.
 func Records(ctx context.Context, st store.Store) ([]layout.Quarantine, error) {
-	infos, err := st.List(ctx, layout.QuarantinePrefix)
+	recs, bad, err := RecordsAll(ctx, st)
 	if err != nil {
 		return nil, err
 	}
-	var out []layout.Quarantine
+	if len(bad) > 0 {
+		return nil, bad[0].Err()
+	}
+	return recs, nil
+}
+
+// RecordFailure is a quarantine record that could not be read.
+type RecordFailure struct {
+	Key   string `json:"key"`
+	Error string `json:"error"`
+	err   error
+}
+
+// Err is the failure (ErrMalformed when the record does not decode).
+func (f RecordFailure) Err() error { return f.err }
+
+// RecordsAll lists every quarantine record (not the archived ones); a
+// record that cannot be read is returned as a failure and the others are
+// still listed. The error is the listing's own.
+func RecordsAll(ctx context.Context, st store.Store) ([]layout.Quarantine, []RecordFailure, error) {
+	infos, err := st.List(ctx, layout.QuarantinePrefix)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := []layout.Quarantine{}
+	bad := []RecordFailure{}
 	for _, in := range infos {
 		if strings.HasPrefix(in.Key, layout.QuarantinePrefix+"archive/") {
 			continue
 		}
 		var q layout.Quarantine
-		if _, err := layout.Load(ctx, st, in.Key, &q); err != nil {
-			return nil, err
+		data, err := readDoc(ctx, st, in.Key)
+		if err == nil {
+			if err = layout.Decode(in.Key, data, &q); err != nil {
+				err = malformed(err)
+			}
+		}
+		if err != nil {
+			err = fmt.Errorf("quarantine record %s: %w", in.Key, err)
+			bad = append(bad, RecordFailure{Key: in.Key, Error: err.Error(), err: err})
+			continue
 		}
 		out = append(out, q)
 	}
-	return out, nil
+	return out, bad, nil
 }

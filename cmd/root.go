@@ -320,7 +320,7 @@ func (g *globals) resolve(cmd *cobra.Command) error {
 		if _, err := os.Stat(cfgFile); err == nil || explicit {
 			keys, err := checkConfigFile(cmd.Root().PersistentFlags(), cfgFile)
 			if err != nil {
-				return exitcode.Wrap(exitcode.Usage, err, "the config file's keys are the global flags' names without the dashes (docs/configuration.md)")
+				return exitcode.Wrap(exitcode.Usage, err, "the config file's keys are the global flags' long names without the leading -- (docs/configuration.md)")
 			}
 			fileKeys = keys
 			v.SetConfigFile(cfgFile)

@@ -86,8 +86,15 @@ func (g *globals) store(ctx context.Context) (store.Store, error) {
 
 // Execute runs nereusctl with args and returns the process exit status.
 func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return execute(ctx, &globals{stderr: stderr, isTTY: isTerminal(stdout)}, args, stdout)
+}
+
+// execute runs one command line with g (tests preset g.st and g.counter to
+// run over a store of theirs).
+func execute(ctx context.Context, g *globals, args []string, stdout io.Writer) int {
+	stderr := g.stderr
 	out := &trackedWriter{w: stdout}
-	g := &globals{stdout: out, stderr: stderr, isTTY: isTerminal(stdout)}
+	g.stdout = out
 	root := newRootCmd(g)
 	root.SetArgs(args)
 	root.SetOut(out)

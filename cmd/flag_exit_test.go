@@ -1,0 +1,122 @@
+package cmd
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/store"
+)
+
+// The exit code comes from typed errors only: an operating-system EINVAL
+// ("invalid argument") is an error (1), not a usage error, even though its
+// text looks like one of cobra's.
+func TestExitCodeFromTypesNotText(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		err  error
+		want exitcode.Code
+	}{
+		{fmt.Errorf("get streams/s/head.json: %w", &fs.PathError{Op: "read", Path: "x", Err: syscall.EINVAL}), exitcode.Error},
+		{errors.New("open x: invalid argument"), exitcode.Error},
+		{errors.New("requires at least one unknown command flag needs an argument"), exitcode.Error},
+		{exitcode.UsageErr(errors.New("anything")), exitcode.Usage},
+		{fmt.Errorf("put k: %w", store.ErrPreconditionFailed), exitcode.Blocked},
+		{fmt.Errorf("list: %w", context.Canceled), exitcode.Interrupted},
+		{store.Permanent(fmt.Errorf("get k: %w", store.ErrAccessDenied)), exitcode.Error},
+	} {
+		if got := codeOf(ctx, c.err); got != c.want {
+			t.Errorf("codeOf(%v) = %d, want %d", c.err, got, c.want)
+		}
+	}
+}
+
+// Cancellation wins: when the run's context is cancelled (SIGINT,
+// SIGTERM), the status is 130 whatever the interrupted step returned.
+func TestCancellationWins(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for _, err := range []error{
+		exitcode.UsageErr(errors.New("open store: directory does not exist")),
+		exitcode.VerifyErr(errors.New("short read")),
+		exitcode.Wrap(exitcode.Error, errors.New("load binding"), "hint"),
+		errors.New("plain"),
+	} {
+		if got := codeOf(ctx, err); got != exitcode.Interrupted {
+			t.Errorf("codeOf(cancelled, %v) = %d, want 130", err, got)
+		}
+	}
+}
+
+// A Ctrl-C while a store call is being retried: exit 130 and the rerun
+// message, on stderr and (under -o json) as the error document.
+func TestInterruptedDuringRetry(t *testing.T) {
+	for _, jsonOut := range []bool{false, true} {
+		mem := store.NewMem("")
+		faulty := store.NewFaulty(mem).FailNth("", 0, "", nil) // every call fails, transiently
+		var stdout, stderr bytes.Buffer
+		g := &globals{stderr: &stderr, st: store.WithRetry(faulty, store.RetryPolicy{Attempts: 1000, Initial: 10 * time.Millisecond, Max: 20 * time.Millisecond})}
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(100*time.Millisecond, cancel)
+		args := []string{"replay", "orders-0"}
+		if jsonOut {
+			args = append(args, "-o", "json")
+		}
+		start := time.Now()
+		code := execute(ctx, g, args, &stdout)
+		if code != int(exitcode.Interrupted) {
+			t.Fatalf("json=%v: exit %d, want 130; stderr %s", jsonOut, code, stderr.String())
+		}
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("took %v after the interrupt", time.Since(start))
+		}
+		if faulty.Fired() < 2 {
+			t.Fatalf("the call was not being retried (%d faults)", faulty.Fired())
+		}
+		if !strings.HasPrefix(stderr.String(), "nereusctl: interrupted: rerun the same command to resume\n") {
+			t.Fatalf("stderr: %q", stderr.String())
+		}
+		if !jsonOut {
+			if stdout.Len() != 0 {
+				t.Fatalf("stdout: %q", stdout.String())
+			}
+			continue
+		}
+		var doc struct {
+			SchemaVersion int `json:"schema_version"`
+			Error         struct {
+				Code    int    `json:"code"`
+				Name    string `json:"name"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
+			t.Fatalf("stdout is not one JSON document: %v: %q", err, stdout.String())
+		}
+		if doc.SchemaVersion != SchemaVersion || doc.Error.Code != 130 || doc.Error.Name != "interrupted" || doc.Error.Message != interruptedMessage {
+			t.Fatalf("error document: %+v", doc)
+		}
+	}
+}
+
+// The hint of a permanent store failure tells the operator where to look,
+// without a code attached by the operation.
+func TestPermanentStoreErrorHints(t *testing.T) {
+	if h := errorHint(fmt.Errorf("get k: %w", store.ErrCredentials)); !strings.Contains(h, "AWS_PROFILE") || !strings.Contains(h, "AWS_ACCESS_KEY_ID") || !strings.Contains(h, "credential chain") {
+		t.Errorf("credentials hint: %q", h)
+	}
+	if h := errorHint(fmt.Errorf("put k: %w", &fs.PathError{Op: "open", Path: "k", Err: syscall.EACCES})); !strings.Contains(h, "permissions") {
+		t.Errorf("access hint: %q", h)
+	}
+	if h := errorHint(fmt.Errorf("list: %w", store.ErrNoSuchBucket)); !strings.Contains(h, "bucket") {
+		t.Errorf("bucket hint: %q", h)
+	}
+}

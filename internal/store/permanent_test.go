@@ -163,3 +163,18 @@ func TestLogDecorator(t *testing.T) {
 		t.Fatalf("logged at warn level: %s", logs.String())
 	}
 }
+
+// A guarded write that loses its precondition is logged at info.
+func TestRetryLogsLostPrecondition(t *testing.T) {
+	ctx := context.Background()
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	r := store.WithRetry(store.NewMem(""), store.RetryPolicy{Attempts: 3, Initial: time.Millisecond, Max: time.Millisecond, Log: log})
+	r.Put(ctx, "bindings/t/0.json", []byte("a"), store.IfAbsent())
+	if _, err := r.Put(ctx, "bindings/t/0.json", []byte("b"), store.IfAbsent()); !errors.Is(err, store.ErrPreconditionFailed) {
+		t.Fatal(err)
+	}
+	if want := `level=INFO msg="store precondition failed" op=put key=bindings/t/0.json guard=if-absent`; !strings.Contains(logs.String(), want) {
+		t.Fatalf("log lacks %q:\n%s", want, logs.String())
+	}
+}

@@ -19,8 +19,8 @@ type RetryPolicy struct {
 	Max     time.Duration
 	// Log receives a line per retry (info: attempt, key, error, wait),
 	// per give-up after the last attempt (warn), and per lost
-	// precondition checked after an ambiguous attempt (info). Nil logs
-	// nothing.
+	// precondition of a guarded write (info; after an ambiguous attempt,
+	// with the check whether ours landed). Nil logs nothing.
 	Log *slog.Logger
 }
 
@@ -144,6 +144,9 @@ func (r *Retry) Put(ctx context.Context, key string, data []byte, g Guard) (info
 		return err
 	})
 	if !ambiguous || !errors.Is(err, ErrPreconditionFailed) {
+		if errors.Is(err, ErrPreconditionFailed) {
+			r.p.Log.Info("store precondition failed", "op", "put", "key", key, "guard", g.String())
+		}
 		return info, err
 	}
 	r.p.Log.Info("store precondition failed after an ambiguous attempt; checking whether ours landed", "op", "put", "key", key, "guard", g.String())
@@ -163,6 +166,9 @@ func (r *Retry) Put(ctx context.Context, key string, data []byte, g Guard) (info
 
 func (r *Retry) Delete(ctx context.Context, key string, g Guard) error {
 	ambiguous, err := r.do(ctx, "delete", key, func() error { return r.s.Delete(ctx, key, g) })
+	if !ambiguous && errors.Is(err, ErrPreconditionFailed) {
+		r.p.Log.Info("store precondition failed", "op", "delete", "key", key, "guard", g.String())
+	}
 	if ambiguous && errors.Is(err, ErrPreconditionFailed) {
 		r.p.Log.Info("store precondition failed after an ambiguous attempt; checking whether ours landed", "op", "delete", "key", key, "guard", g.String())
 		if _, herr := r.inner().Head(ctx, key); errors.Is(herr, ErrNotFound) {

@@ -142,3 +142,37 @@ func unknownSubcommand(cmd *cobra.Command, args []string) error {
 	}
 	return exitcode.Wrap(exitcode.Usage, errors.New(msg), fmt.Sprintf("run '%s --help' for its subcommands", cmd.CommandPath()))
 }
+
+// newHelpCmd is cobra's help command, except that an unknown topic is a
+// usage error with suggestions ("help lst"), not help and status 0.
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Help provides help for any command in the application.\nSimply type nereusctl help [path to command] for full details.",
+		ValidArgsFunction: func(c *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			cmd, _, err := c.Root().Find(args)
+			if err != nil || cmd == nil {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var out []cobra.Completion
+			for _, sub := range cmd.Commands() {
+				if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), toComplete) {
+					out = append(out, cobra.CompletionWithDesc(sub.Name(), sub.Short))
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			cmd, rest, err := c.Root().Find(args)
+			if err != nil || cmd == nil {
+				return unknownSubcommand(c.Root(), args)
+			}
+			if len(rest) > 0 && cmd.HasSubCommands() {
+				return unknownSubcommand(cmd, rest)
+			}
+			cmd.InitDefaultHelpFlag()
+			return cmd.Help()
+		},
+	}
+}

@@ -284,6 +284,7 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 		newStoreCmd(g),
 	)
 	addCommands(root, g)
+	root.SetHelpCommand(newHelpCmd())
 	strictCommands(root)
 	return root
 }

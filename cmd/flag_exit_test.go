@@ -7,6 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -118,5 +121,54 @@ func TestPermanentStoreErrorHints(t *testing.T) {
 	}
 	if h := errorHint(fmt.Errorf("list: %w", store.ErrNoSuchBucket)); !strings.Contains(h, "bucket") {
 		t.Errorf("bucket hint: %q", h)
+	}
+}
+
+// A store folder the file system refuses to write: the command fails at
+// once (no retries) with exit 1 and the permissions hint. The tests run as
+// root, which permission bits do not stop, so as root the folder is made
+// immutable (chattr +i stops root too); otherwise chmod makes it read-only.
+func TestAccessDeniedFailsFastWithHint(t *testing.T) {
+	dir := t.TempDir()
+	storeURL := "file://" + dir
+	var out, errb bytes.Buffer
+	if code := execute(context.Background(), &globals{stderr: &errb}, []string{"--store", storeURL, "demo", "--records", "300", "--partitions", "1", "--no-tour", "-q"}, &out); code != 0 {
+		t.Fatalf("demo: %d: %s", code, errb.String())
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "bindings", "orders", "0.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var binding struct {
+		StreamID string `json:"stream_id"`
+	}
+	if err := json.Unmarshal(b, &binding); err != nil || binding.StreamID == "" {
+		t.Fatalf("binding: %v %s", err, b)
+	}
+	folder := filepath.Join(dir, "streams", binding.StreamID, "checkpoints")
+	if os.Geteuid() == 0 {
+		if o, err := exec.Command("chattr", "+i", folder).CombinedOutput(); err != nil {
+			t.Fatalf("chattr +i (needed to provoke a permission error as root): %v: %s", err, o)
+		}
+		t.Cleanup(func() { exec.Command("chattr", "-i", folder).Run() })
+	} else {
+		os.Chmod(folder, 0o500)
+		t.Cleanup(func() { os.Chmod(folder, 0o755) })
+	}
+	out.Reset()
+	errb.Reset()
+	start := time.Now()
+	code := execute(context.Background(), &globals{stderr: &errb}, []string{"--store", storeURL, "--log-level", "info", "checkpoint", "create", "orders-0"}, &out)
+	if code != int(exitcode.Error) {
+		t.Fatalf("exit %d, want 1: %s", code, errb.String())
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("took %v", d)
+	}
+	if strings.Contains(errb.String(), "store retry") {
+		t.Fatalf("retried:\n%s", errb.String())
+	}
+	if !strings.Contains(errb.String(), "\nhint: the store refused access: check its permissions") {
+		t.Fatalf("no permissions hint:\n%s", errb.String())
 	}
 }

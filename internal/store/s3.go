@@ -137,24 +137,49 @@ func newS3Client(ctx context.Context, c S3Config) (*s3.Client, string, error) {
 	if c.Region != "" {
 		opts = append(opts, config.WithRegion(c.Region))
 	}
-	if c.Endpoint != "" || envEndpointSet() {
-		// Off AWS the instance metadata service does not exist: asking it
-		// for credentials would cost minutes of probing before the real
-		// error (no credentials) shows.
-		opts = append(opts, config.WithEC2IMDSClientEnableState(imds.ClientDisabled))
+	// Off AWS the instance metadata service does not exist: asking it for
+	// credentials would cost seconds to minutes of probing before the real
+	// error (no credentials) shows. It is off when a custom endpoint is
+	// known before loading (the flag, the environment); one set only in
+	// the shared config is known after, and the config is loaded again.
+	disableIMDS := c.Endpoint != "" || envEndpointSet()
+	client, endpoint, endpointErr, err := loadS3Client(ctx, c, opts, disableIMDS)
+	if err == nil && endpointErr == nil && endpoint != nil && !disableIMDS {
+		client, endpoint, endpointErr, err = loadS3Client(ctx, c, opts, true)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("open s3 store s3://%s: load aws config: %w", c.Bucket, err)
+	}
+	if endpointErr != nil {
+		return nil, "", fmt.Errorf("open s3 store s3://%s: %w", c.Bucket, endpointErr)
+	}
+	if endpoint == nil && client.Options().Region == "" {
+		return nil, "", fmt.Errorf("open s3 store s3://%s: no region (set --s3-region or AWS_REGION)", c.Bucket)
+	}
+	shown := ""
+	if endpoint != nil {
+		shown = endpoint.String()
+	}
+	if c.Log != nil {
+		c.Log.Debug("s3 client", "bucket", c.Bucket, "prefix", prefix, "endpoint", shown, "region", client.Options().Region, "path_style", client.Options().UsePathStyle)
+	}
+	return client, shown, nil
+}
+
+// loadS3Client loads the AWS configuration and builds the client, with
+// the endpoint it resolved (nil for AWS's own) checked by checkEndpoint.
+func loadS3Client(ctx context.Context, c S3Config, opts []func(*config.LoadOptions) error, disableIMDS bool) (client *s3.Client, endpoint *url.URL, endpointErr, err error) {
+	if disableIMDS {
+		opts = append(opts[:len(opts):len(opts)], config.WithEC2IMDSClientEnableState(imds.ClientDisabled))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, "", fmt.Errorf("open s3 store s3://%s: load aws config: %w", c.Bucket, err)
+		return nil, nil, nil, err
 	}
 	if cfg.Credentials != nil {
 		cfg.Credentials = aws.NewCredentialsCache(credentialsGuard{cfg.Credentials})
 	}
-	var (
-		endpoint    *url.URL
-		endpointErr error
-	)
-	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
+	client = s3.NewFromConfig(cfg, func(o *s3.Options) {
 		// o.BaseEndpoint holds what the SDK resolved from the environment
 		// and the shared config; --s3-endpoint overrides it.
 		raw := c.Endpoint
@@ -181,20 +206,7 @@ func newS3Client(ctx context.Context, c S3Config) (*s3.Client, string, error) {
 			o.Region = "us-east-1"
 		}
 	})
-	if endpointErr != nil {
-		return nil, "", fmt.Errorf("open s3 store s3://%s: %w", c.Bucket, endpointErr)
-	}
-	if endpoint == nil && cfg.Region == "" {
-		return nil, "", fmt.Errorf("open s3 store s3://%s: no region (set --s3-region or AWS_REGION)", c.Bucket)
-	}
-	shown := ""
-	if endpoint != nil {
-		shown = endpoint.String()
-	}
-	if c.Log != nil {
-		c.Log.Debug("s3 client", "bucket", c.Bucket, "prefix", prefix, "endpoint", shown, "region", client.Options().Region, "path_style", client.Options().UsePathStyle)
-	}
-	return client, shown, nil
+	return client, endpoint, endpointErr, nil
 }
 
 // checkEndpoint parses a custom endpoint and applies the plain-HTTP rule

@@ -263,35 +263,47 @@ func TestS3PermanentErrorsClassified(t *testing.T) {
 	}
 }
 
-// With an endpoint given and no credentials anywhere, the failure is
-// immediate (no instance-metadata probing), says what is missing, and does
-// not dump the SDK's provider chain.
+// With an endpoint given (by the flag, or only in the AWS shared config) and
+// no credentials anywhere, the failure is immediate (no instance-metadata
+// probing), says what is missing, and does not dump the SDK's provider
+// chain.
 func TestS3NoCredentialsFailsFast(t *testing.T) {
 	_, srv := newS3(t, "")
-	dir := t.TempDir()
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(dir, "none"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "none"))
-	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_EC2_METADATA_DISABLED"} {
-		t.Setenv(k, "")
-		os.Unsetenv(k)
-	}
-	s, err := store.NewS3(context.Background(), store.S3Config{Bucket: srv.Bucket, Endpoint: srv.Endpoint, Region: srv.Region})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := store.WithRetry(s, store.DefaultRetryPolicy())
-	start := time.Now()
-	_, err = r.List(context.Background(), "bindings/")
-	d := time.Since(start)
-	if !errors.Is(err, store.ErrCredentials) {
-		t.Fatalf("list without credentials: %v", err)
-	}
-	if d > 3*time.Second {
-		t.Fatalf("took %v: the credential chain probed for too long", d)
-	}
-	for _, bad := range []string{"IMDS", "169.254", "EC2", "failed to refresh cached credentials"} {
-		if strings.Contains(err.Error(), bad) {
-			t.Fatalf("error dumps the provider chain (%q): %v", bad, err)
+	for _, viaConfig := range []bool{false, true} {
+		dir := t.TempDir()
+		cfgFile := filepath.Join(dir, "config")
+		c := store.S3Config{Bucket: srv.Bucket, Endpoint: srv.Endpoint, Region: srv.Region}
+		if viaConfig {
+			os.WriteFile(cfgFile, []byte("[default]\nendpoint_url = "+srv.Endpoint+"\n"), 0o600)
+			c.Endpoint = ""
+		}
+		t.Setenv("AWS_CONFIG_FILE", cfgFile)
+		t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "none"))
+		for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_EC2_METADATA_DISABLED", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"} {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+		if got, err := store.ResolveS3Endpoint(context.Background(), c); err != nil || strings.TrimSuffix(got, "/") != srv.Endpoint {
+			t.Fatalf("via config %v: endpoint %q, %v", viaConfig, got, err)
+		}
+		s, err := store.NewS3(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := store.WithRetry(s, store.DefaultRetryPolicy())
+		start := time.Now()
+		_, err = r.List(context.Background(), "bindings/")
+		d := time.Since(start)
+		if !errors.Is(err, store.ErrCredentials) {
+			t.Fatalf("via config %v: list without credentials: %v", viaConfig, err)
+		}
+		if d > 3*time.Second {
+			t.Fatalf("via config %v: took %v: the credential chain probed for too long", viaConfig, d)
+		}
+		for _, bad := range []string{"IMDS", "169.254", "EC2", "failed to refresh cached credentials"} {
+			if strings.Contains(err.Error(), bad) {
+				t.Fatalf("via config %v: error dumps the provider chain (%q): %v", viaConfig, bad, err)
+			}
 		}
 	}
 }

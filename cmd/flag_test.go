@@ -123,3 +123,50 @@ func TestEveryParentRefusesUnknownSubcommands(t *testing.T) {
 		}
 	}
 }
+
+// Every argument check of every command reports a usage error (exit 2):
+// the code comes from the error's type, so an unwrapped cobra error would
+// be exit 1.
+func TestEveryArgumentErrorIsUsage(t *testing.T) {
+	root := newRootCmd(&globals{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}})
+	checked := 0
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Args != nil {
+			for _, args := range [][]string{nil, {"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s", "t", "u", "v", "w", "x", "y", "z"}} {
+				if err := c.Args(c, args); err != nil {
+					checked++
+					if code := codeOf(t.Context(), err); code != 2 {
+						t.Errorf("%s with %d args: %v: exit %d, want 2", c.CommandPath(), len(args), err, code)
+					}
+				}
+			}
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(root)
+	if checked < 10 {
+		t.Fatalf("only %d argument errors checked", checked)
+	}
+}
+
+// A required flag or flag group (cobra checks them after the root's
+// pre-run hook, untyped) is a usage error too.
+func TestRequiredFlagIsUsage(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	g := &globals{stderr: &stderr}
+	root := newRootCmd(g)
+	c := &cobra.Command{Use: "probe", RunE: func(*cobra.Command, []string) error { return nil }}
+	c.Flags().String("needed", "", "")
+	c.MarkFlagRequired("needed")
+	root.AddCommand(c)
+	root.SetArgs([]string{"probe"})
+	root.SetOut(&stdout)
+	root.SetErr(&stderr)
+	err := root.ExecuteContext(t.Context())
+	if code := codeOf(t.Context(), err); code != 2 {
+		t.Fatalf("%v: exit %d, want 2", err, code)
+	}
+}

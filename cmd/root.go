@@ -252,6 +252,15 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			// cobra checks required flags and flag groups after this hook
+			// and returns its errors untyped; checked here first, they are
+			// usage errors like every other flag error.
+			if err := cmd.ValidateRequiredFlags(); err != nil {
+				return exitcode.UsageErr(err)
+			}
+			if err := cmd.ValidateFlagGroups(); err != nil {
+				return exitcode.UsageErr(err)
+			}
 			return g.resolve(cmd)
 		},
 	}

@@ -99,7 +99,10 @@ func execute(ctx context.Context, g *globals, args []string, stdout io.Writer) i
 	root.SetArgs(args)
 	root.SetOut(out)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	failed, err := root.ExecuteContextC(ctx)
+	if failed == nil {
+		failed = root
+	}
 	if g.cfg.Stats && g.counter != nil {
 		fmt.Fprintf(stderr, "requests: %s\n", g.counter.Counts())
 	}
@@ -110,7 +113,7 @@ func execute(ctx context.Context, g *globals, args []string, stdout io.Writer) i
 		return int(exitcode.OK)
 	}
 	code := codeOf(ctx, err)
-	g.reportError(root, args, out, err, code)
+	g.reportError(root, failed, args, out, err, code)
 	return int(code)
 }
 
@@ -136,7 +139,7 @@ const interruptedMessage = "interrupted: rerun the same command to resume"
 // hint line), and under -o json also as an error document on stdout,
 // unless the command already wrote its document (docs/json-output.md,
 // "Errors").
-func (g *globals) reportError(root *cobra.Command, args []string, out *trackedWriter, err error, code exitcode.Code) {
+func (g *globals) reportError(root, failed *cobra.Command, args []string, out *trackedWriter, err error, code exitcode.Code) {
 	msg := err.Error()
 	hint := errorHint(err)
 	if code == exitcode.Interrupted {
@@ -144,7 +147,7 @@ func (g *globals) reportError(root *cobra.Command, args []string, out *trackedWr
 		msg = interruptedMessage
 		hint = ""
 	} else if hint == "" && code == exitcode.Usage {
-		hint = fmt.Sprintf("run '%s --help' for usage", root.CommandPath())
+		hint = fmt.Sprintf("run '%s --help' for usage", failed.CommandPath())
 	}
 	fmt.Fprintf(g.stderr, "nereusctl: %s\n", msg)
 	if hint != "" {

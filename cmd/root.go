@@ -73,11 +73,11 @@ func (g *globals) store(ctx context.Context) (store.Store, error) {
 	}
 	st, err := openStoreLogged(ctx, g.cfg, g.createStore, g.logger())
 	if err != nil {
-		code := exitcode.Usage
-		if store.IsAccessDenied(err) || errors.Is(err, store.ErrCredentials) || errors.Is(err, store.ErrNoSuchBucket) {
-			code = exitcode.Error
+		if h := errorHint(err); h != "" {
+			// access or credentials refused: not a usage error
+			return nil, exitcode.Wrap(exitcode.Error, err, h)
 		}
-		return nil, exitcode.Wrap(code, err, "check --store (file:///dir, file://./dir, s3://bucket/prefix) and the S3 flags")
+		return nil, exitcode.Wrap(exitcode.Usage, err, "check --store (file:///dir, file://./dir, s3://bucket/prefix) and the S3 flags")
 	}
 	g.counter = store.NewCounter(st)
 	g.st = g.counter

@@ -172,3 +172,27 @@ func TestAccessDeniedFailsFastWithHint(t *testing.T) {
 		t.Fatalf("no permissions hint:\n%s", errb.String())
 	}
 }
+
+// The error document carries the object and check an operation named
+// (exitcode.Finding), and the hint.
+func TestErrorDocumentFinding(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	g := &globals{stderr: &stderr, resolved: true, cfg: Config{Output: "json"}}
+	root := newRootCmd(g)
+	err := fmt.Errorf("verify orders-0: %w", exitcode.About(exitcode.Wrap(exitcode.Verify, errors.New("sha256 mismatch"), "see the runbook"), "streams/s/objects/0-9.kb", "sha256"))
+	g.reportError(root, root, nil, &trackedWriter{w: &stdout}, err, codeOf(context.Background(), err))
+	var doc errorDocument
+	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {
+		t.Fatalf("%v: %q", err, stdout.String())
+	}
+	want := errorBody{Code: 3, Name: "verification-failed", Message: "verify orders-0: sha256 mismatch", Hint: "see the runbook", Object: "streams/s/objects/0-9.kb", Check: "sha256"}
+	if doc.SchemaVersion != SchemaVersion || doc.Error != want {
+		t.Fatalf("document %+v, want %+v", doc, want)
+	}
+	// Nothing when the command already wrote its document.
+	stdout.Reset()
+	g.reportError(root, root, nil, &trackedWriter{w: &stdout, n: 10}, err, 3)
+	if stdout.Len() != 0 {
+		t.Fatalf("second document: %q", stdout.String())
+	}
+}

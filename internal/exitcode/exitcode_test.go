@@ -45,3 +45,22 @@ func TestOf(t *testing.T) {
 		t.Error("hint lost through wrapping")
 	}
 }
+
+// About names the object and check of a failure without changing its code
+// or message; the outermost Finding wins.
+func TestFinding(t *testing.T) {
+	base := VerifyErr(errors.New("sha256 mismatch"))
+	err := fmt.Errorf("verify orders-0: %w", About(base, "streams/s/objects/0-9.kb", "sha256"))
+	if obj, check := FindingOf(err); obj != "streams/s/objects/0-9.kb" || check != "sha256" {
+		t.Fatalf("FindingOf = %q, %q", obj, check)
+	}
+	if Of(err) != Verify || err.Error() != "verify orders-0: sha256 mismatch" {
+		t.Fatalf("code %d, message %q", Of(err), err)
+	}
+	if obj, check := FindingOf(errors.New("plain")); obj != "" || check != "" {
+		t.Fatalf("FindingOf(plain) = %q, %q", obj, check)
+	}
+	if About(nil, "x", "y") != nil {
+		t.Fatal("About(nil) is not nil")
+	}
+}

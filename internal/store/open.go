@@ -55,7 +55,8 @@ func Open(ctx context.Context, rawURL string, opt OpenOptions) (Store, error) {
 			return nil, fmt.Errorf("open store %q: a file:// URL takes a plain path (no ? or #)", shown)
 		}
 		if !isLocalPath(rest) {
-			return nil, fmt.Errorf("open store %q: a file:// URL names no host: want file:///absolute/dir or file://./relative/dir", shown)
+			host, _, _ := strings.Cut(rest, "/")
+			return nil, fmt.Errorf("open store %q: a file:// URL takes no host (%q): want file:///absolute/dir or file://./relative/dir", shown, host)
 		}
 		if opt.Create {
 			if err := os.MkdirAll(rest, 0o755); err != nil {

@@ -71,9 +71,9 @@ func TestOpenRefusals(t *testing.T) {
 		"s3://bucket/p?x=1":         "no credentials, query",
 		// A host in a file URL means another machine, not a relative
 		// path: refused, never read as ./host/dir.
-		"file://host/dir":      "names no host",
-		"file://localhost/tmp": "names no host",
-		"file://rel":           "names no host",
+		"file://host/dir":      "takes no host",
+		"file://localhost/tmp": "takes no host",
+		"file://rel":           "takes no host",
 	} {
 		_, err := store.Open(ctx, url, store.OpenOptions{S3Endpoint: "http://127.0.0.1:1"})
 		if err == nil || !strings.Contains(err.Error(), want) {

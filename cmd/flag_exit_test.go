@@ -17,6 +17,7 @@ import (
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/testutil/s3server"
 )
 
 // The exit code comes from typed errors only: an operating-system EINVAL
@@ -194,5 +195,40 @@ func TestErrorDocumentFinding(t *testing.T) {
 	g.reportError(root, root, nil, &trackedWriter{w: &stdout, n: 10}, err, 3)
 	if stdout.Len() != 0 {
 		t.Fatalf("second document: %q", stdout.String())
+	}
+}
+
+// Wrong S3 credentials, end to end against a real S3 server (versitygw on
+// loopback): exit 1 at once with the credentials hint, no retries, no
+// signature material, and the error document under -o json.
+func TestS3WrongCredentialsFailFastWithHint(t *testing.T) {
+	srv := s3server.Start(t)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret-Zq8Xv")
+	var stdout, stderr bytes.Buffer
+	start := time.Now()
+	code := execute(context.Background(), &globals{stderr: &stderr}, []string{
+		"--store", srv.URL("strict"), "--s3-endpoint", srv.Endpoint, "--s3-path-style", "--log-level", "info", "-o", "json", "replay", "orders-0",
+	}, &stdout)
+	if code != int(exitcode.Error) {
+		t.Fatalf("exit %d, want 1: %s", code, stderr.String())
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("took %v", d)
+	}
+	e := stderr.String()
+	if strings.Contains(e, "store retry") {
+		t.Fatalf("retried:\n%s", e)
+	}
+	if !strings.Contains(e, "credentials refused (s3 SignatureDoesNotMatch)") || !strings.Contains(e, "\nhint: check the AWS credentials: AWS_PROFILE, AWS_ACCESS_KEY_ID") {
+		t.Fatalf("stderr:\n%s", e)
+	}
+	for _, bad := range []string{"wrong-secret", "Signature=", "Credential="} {
+		if strings.Contains(e+stdout.String(), bad) {
+			t.Fatalf("output shows %q:\n%s%s", bad, e, stdout.String())
+		}
+	}
+	var doc errorDocument
+	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil || doc.Error.Code != 1 || !strings.Contains(doc.Error.Hint, "credential chain") {
+		t.Fatalf("document %+v, %v: %q", doc, err, stdout.String())
 	}
 }

@@ -10,6 +10,9 @@ import (
 
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/nereusctl/nereusctl/internal/exitcode"
 )
 
 // The configuration is strict (docs/configuration.md, "Strict input"): a
@@ -37,11 +40,22 @@ func settingNames(fs *pflag.FlagSet) []string {
 // key or a value of the wrong type, naming the file and the key. It
 // returns the keys the file sets.
 func checkConfigFile(fs *pflag.FlagSet, path string) (map[string]bool, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, exitcode.Wrap(exitcode.Usage, fmt.Errorf("read config file: %w", err), "check --config and NEREUSCTL_CONFIG")
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("config file %s: not valid YAML: %w", path, err)
+	}
+	if len(doc.Content) > 0 && doc.Content[0].Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("config file %s: want a mapping of settings (key: value lines), got %s", path, nodeKind(doc.Content[0]))
+	}
 	fv := viper.New()
 	fv.SetConfigFile(path)
 	fv.SetConfigType("yaml")
 	if err := fv.ReadInConfig(); err != nil {
-		return nil, fmt.Errorf("read config file %s: %w", path, err)
+		return nil, fmt.Errorf("config file %s: %w", path, err)
 	}
 	keys := map[string]bool{}
 	names := settingNames(fs)
@@ -62,6 +76,16 @@ func checkConfigFile(fs *pflag.FlagSet, path string) (map[string]bool, error) {
 		keys[k] = true
 	}
 	return keys, nil
+}
+
+func nodeKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return "a single value"
+	}
+	return "something else"
 }
 
 // checkFileValue checks a YAML value against a setting's type.

@@ -340,6 +340,9 @@ func (g *globals) resolve(cmd *cobra.Command) error {
 		if _, err := os.Stat(cfgFile); err == nil || explicit {
 			keys, err := checkConfigFile(cmd.Root().PersistentFlags(), cfgFile)
 			if err != nil {
+				if exitcode.HintOf(err) != "" {
+					return err
+				}
 				return exitcode.Wrap(exitcode.Usage, err, "the config file's keys are the global flags' long names without the leading -- (docs/configuration.md)")
 			}
 			fileKeys = keys

@@ -152,11 +152,24 @@ func FindingOf(err error) (object, check string) {
 	return "", ""
 }
 
-// HintOf returns the first hint attached to err.
+// HintOf returns the first non-empty hint attached to err, searching its
+// whole tree (an outer Err that only pins a code hides no inner hint).
 func HintOf(err error) string {
-	var e *Err
-	if errors.As(err, &e) {
+	if err == nil {
+		return ""
+	}
+	if e, ok := err.(*Err); ok && e.Hint != "" {
 		return e.Hint
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return HintOf(u.Unwrap())
+	case interface{ Unwrap() []error }:
+		for _, inner := range u.Unwrap() {
+			if h := HintOf(inner); h != "" {
+				return h
+			}
+		}
 	}
 	return ""
 }

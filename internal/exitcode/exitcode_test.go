@@ -64,3 +64,21 @@ func TestFinding(t *testing.T) {
 		t.Fatal("About(nil) is not nil")
 	}
 }
+
+// An outer Err that only pins a code does not hide an inner hint.
+func TestHintOfSearchesTheTree(t *testing.T) {
+	inner := Wrap(Error, errors.New("access denied"), "check the folder's permissions")
+	err := Wrap(Verify, fmt.Errorf("1 of 2 failed: %w", inner), "")
+	if h := HintOf(err); h != "check the folder's permissions" {
+		t.Fatalf("HintOf = %q", h)
+	}
+	if h := HintOf(errors.Join(errors.New("a"), inner)); h != "check the folder's permissions" {
+		t.Fatalf("HintOf(joined) = %q", h)
+	}
+	if Of(err) != Verify {
+		t.Fatalf("code %d", Of(err))
+	}
+	if HintOf(errors.New("plain")) != "" || HintOf(nil) != "" {
+		t.Fatal("hint from nowhere")
+	}
+}

@@ -191,12 +191,47 @@ func decodeConfig(v *viper.Viper, fs *pflag.FlagSet, cfgFile string, fileKeys ma
 	return c, errors.Join(errs...)
 }
 
+// otherEnv are the NEREUSCTL_ variables that are not settings but are
+// read elsewhere (besides NEREUSCTL_TEST_*, the test suite's).
+var otherEnv = map[string]bool{"NEREUSCTL_CONFIG": true, "NEREUSCTL_CPUPROFILE": true}
+
+// checkEnv refuses a NEREUSCTL_ variable that names no setting: a typo
+// (NEREUSCTL_STOR) would otherwise leave the default store in use. An
+// empty variable counts as unset, as it does for the settings.
+func checkEnv(fs *pflag.FlagSet, environ []string) error {
+	names := settingNames(fs)
+	known := map[string]bool{}
+	var envNames []string
+	for _, n := range names {
+		e := settingEnv(n)
+		known[e] = true
+		envNames = append(envNames, e)
+	}
+	for _, kv := range environ {
+		k, v, _ := strings.Cut(kv, "=")
+		if v == "" || !strings.HasPrefix(k, "NEREUSCTL_") || known[k] || otherEnv[k] || strings.HasPrefix(k, "NEREUSCTL_TEST_") {
+			continue
+		}
+		msg := fmt.Sprintf("environment variable %s is not a nereusctl setting", k)
+		if s := closest(k, envNames); s != "" {
+			msg += fmt.Sprintf(" (did you mean %s?)", s)
+		}
+		return errors.New(msg)
+	}
+	return nil
+}
+
+// settingEnv is a setting's environment variable.
+func settingEnv(key string) string {
+	return "NEREUSCTL_" + strings.ToUpper(strings.ReplaceAll(key, "-", "_"))
+}
+
 // settingSource names where a setting's value came from, for messages.
 func settingSource(fs *pflag.FlagSet, key, cfgFile string, fileKeys map[string]bool) string {
 	if fl := fs.Lookup(key); fl != nil && fl.Changed {
 		return "--" + key
 	}
-	env := "NEREUSCTL_" + strings.ToUpper(strings.ReplaceAll(key, "-", "_"))
+	env := settingEnv(key)
 	if _, ok := os.LookupEnv(env); ok {
 		return "environment variable " + env
 	}

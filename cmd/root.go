@@ -319,6 +319,9 @@ func (g *globals) resolve(cmd *cobra.Command) error {
 	if bindErr != nil {
 		return bindErr
 	}
+	if err := checkEnv(cmd.Root().PersistentFlags(), os.Environ()); err != nil {
+		return exitcode.Wrap(exitcode.Usage, err, "the variables are NEREUSCTL_ and a global flag's long name, upper-cased, - as _ (docs/configuration.md)")
+	}
 	cfgFile, _ := cmd.Root().PersistentFlags().GetString("config")
 	if cfgFile == "" {
 		cfgFile = os.Getenv("NEREUSCTL_CONFIG")

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,6 +58,8 @@ type globals struct {
 	counter *store.Counter
 	// isTTY reports whether stdout is a terminal (progress, colours, maps).
 	isTTY bool
+	// resolved is set once the configuration is resolved.
+	resolved bool
 	// createStore lets the store be created (a missing file:// root).
 	createStore bool
 }
@@ -68,9 +71,13 @@ func (g *globals) store(ctx context.Context) (store.Store, error) {
 	if g.st != nil {
 		return g.st, nil
 	}
-	st, err := openStore(ctx, g.cfg, g.createStore)
+	st, err := openStoreLogged(ctx, g.cfg, g.createStore, g.logger())
 	if err != nil {
-		return nil, exitcode.Wrap(exitcode.Usage, err, "check --store (file:///dir, s3://bucket/prefix) and the S3 flags")
+		if h := errorHint(err); h != "" {
+			// access or credentials refused: not a usage error
+			return nil, exitcode.Wrap(exitcode.Error, err, h)
+		}
+		return nil, exitcode.Wrap(exitcode.Usage, err, "check --store (file:///dir, file://./dir, s3://bucket/prefix) and the S3 flags")
 	}
 	g.counter = store.NewCounter(st)
 	g.st = g.counter
@@ -79,43 +86,155 @@ func (g *globals) store(ctx context.Context) (store.Store, error) {
 
 // Execute runs nereusctl with args and returns the process exit status.
 func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	g := &globals{stdout: stdout, stderr: stderr, isTTY: isTerminal(stdout)}
+	return execute(ctx, &globals{stderr: stderr, isTTY: isTerminal(stdout)}, args, stdout)
+}
+
+// execute runs one command line with g (tests preset g.st and g.counter to
+// run over a store of theirs).
+func execute(ctx context.Context, g *globals, args []string, stdout io.Writer) int {
+	stderr := g.stderr
+	out := &trackedWriter{w: stdout}
+	g.stdout = out
 	root := newRootCmd(g)
 	root.SetArgs(args)
-	root.SetOut(stdout)
+	root.SetOut(out)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	failed, err := root.ExecuteContextC(ctx)
+	if failed == nil {
+		failed = root
+	}
 	if g.cfg.Stats && g.counter != nil {
 		fmt.Fprintf(stderr, "requests: %s\n", g.counter.Counts())
+	}
+	if g.st != nil {
+		store.CloseStore(g.st)
 	}
 	if err == nil {
 		return int(exitcode.OK)
 	}
-	if ctx.Err() != nil && !errors.Is(err, context.Canceled) {
-		err = fmt.Errorf("%w (%w)", err, context.Canceled)
-	}
-	code := exitcode.Of(err)
-	if code == exitcode.Error && isCobraUsageError(err) {
-		code = exitcode.Usage
-	}
-	fmt.Fprintf(stderr, "nereusctl: %v\n", err)
-	if h := exitcode.HintOf(err); h != "" {
-		fmt.Fprintf(stderr, "hint: %s\n", h)
-	} else if code == exitcode.Usage {
-		fmt.Fprintf(stderr, "hint: run '%s --help' for usage\n", root.CommandPath())
-	}
+	code := codeOf(ctx, err)
+	g.reportError(root, failed, args, out, err, code)
 	return int(code)
 }
 
-// isCobraUsageError recognises cobra's own argument and command errors.
-func isCobraUsageError(err error) bool {
+// codeOf is the one decision of the exit status. A cancelled run context
+// (SIGINT, SIGTERM) wins over whatever the interrupted step returned: a
+// binding load or a store retry cut short may surface as any error.
+// Everything else is decided by exitcode.Of from typed errors only.
+func codeOf(ctx context.Context, err error) exitcode.Code {
+	if err == nil {
+		return exitcode.OK
+	}
+	if ctx.Err() != nil {
+		return exitcode.Interrupted
+	}
+	return exitcode.Of(err)
+}
+
+// interruptedMessage is what an interrupted run says (on stderr, and as
+// the JSON error's message).
+const interruptedMessage = "interrupted: rerun the same command to resume"
+
+// reportError writes the failure: always on stderr (the message and a
+// hint line), and under -o json also as an error document on stdout,
+// unless the command already wrote its document (docs/json-output.md,
+// "Errors").
+func (g *globals) reportError(root, failed *cobra.Command, args []string, out *trackedWriter, err error, code exitcode.Code) {
 	msg := err.Error()
-	for _, s := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least", "invalid argument", "flag needs an argument", "required flag"} {
-		if strings.Contains(msg, s) {
+	hint := errorHint(err)
+	if code == exitcode.Interrupted {
+		g.logger().Info("interrupted", "error", msg)
+		msg = interruptedMessage
+		hint = ""
+	} else if hint == "" && code == exitcode.Usage {
+		hint = fmt.Sprintf("run '%s --help' for usage", failed.CommandPath())
+	}
+	fmt.Fprintf(g.stderr, "nereusctl: %s\n", msg)
+	if hint != "" {
+		fmt.Fprintf(g.stderr, "hint: %s\n", hint)
+	}
+	if !g.wantsJSON(root, args) || out.n > 0 {
+		return
+	}
+	doc := errorDocument{SchemaVersion: SchemaVersion, Error: errorBody{
+		Code: int(code), Name: code.Name(), Message: msg, Hint: hint,
+	}}
+	doc.Error.Object, doc.Error.Check = exitcode.FindingOf(err)
+	if doc.Error.Object == "" {
+		doc.Error.Object = store.KeyOf(err)
+	}
+	writeJSON(out.w, doc)
+}
+
+// errorDocument is the JSON document of a failed run.
+type errorDocument struct {
+	SchemaVersion int       `json:"schema_version"`
+	Error         errorBody `json:"error"`
+}
+
+type errorBody struct {
+	Code    int    `json:"code"`
+	Name    string `json:"name"`
+	Message string `json:"message"`
+	Hint    string `json:"hint,omitempty"`
+	Object  string `json:"object,omitempty"`
+	Check   string `json:"check,omitempty"`
+}
+
+// wantsJSON reports -o json for the error document, also when the run
+// failed before the configuration was resolved (a flag error): then the
+// parsed flag, NEREUSCTL_OUTPUT, or the raw arguments decide.
+func (g *globals) wantsJSON(root *cobra.Command, args []string) bool {
+	if g.resolved {
+		return g.json()
+	}
+	if fl := root.PersistentFlags().Lookup("output"); fl != nil && fl.Changed {
+		return fl.Value.String() == "json"
+	}
+	for i, a := range args {
+		switch {
+		case a == "--":
+			return false
+		case a == "-ojson", a == "--output=json", a == "-o=json":
 			return true
+		case (a == "-o" || a == "--output") && i+1 < len(args):
+			if args[i+1] == "json" {
+				return true
+			}
 		}
 	}
-	return false
+	return os.Getenv("NEREUSCTL_OUTPUT") == "json"
+}
+
+// errorHint is the operator hint of err: the one attached to it, else one
+// for a class of store failure.
+func errorHint(err error) string {
+	if h := exitcode.HintOf(err); h != "" {
+		return h
+	}
+	switch {
+	case errors.Is(err, store.ErrCredentials):
+		return "check the AWS credentials: AWS_PROFILE, AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or the shared config and credentials files (the AWS default credential chain)"
+	case errors.Is(err, store.ErrNoSuchBucket):
+		return "check the bucket in --store s3://BUCKET/PREFIX, and --s3-endpoint and --s3-region"
+	case store.IsAccessDenied(err):
+		return "the store refused access: check its permissions (file:// folder and file modes, the S3 bucket policy or IAM role) and that --store names the right place"
+	}
+	return ""
+}
+
+// trackedWriter counts what a command wrote to stdout, so that a failed
+// run under -o json prints an error document only when the command wrote
+// none of its own.
+type trackedWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (t *trackedWriter) Write(p []byte) (int, error) {
+	n, err := t.w.Write(p)
+	t.n += int64(n)
+	return n, err
 }
 
 func newRootCmd(g *globals) *cobra.Command {
@@ -136,22 +255,39 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			// cobra checks required flags and flag groups after this hook
+			// and returns its errors untyped; checked here first, they are
+			// usage errors like every other flag error.
+			if err := cmd.ValidateRequiredFlags(); err != nil {
+				return exitcode.UsageErr(err)
+			}
+			if err := cmd.ValidateFlagGroups(); err != nil {
+				return exitcode.UsageErr(err)
+			}
 			return g.resolve(cmd)
 		},
 	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		// "checkpoint veriy --all": cobra found the parent and parsed
+		// the flags meant for the subcommand against it; the mistyped
+		// subcommand is the error to report.
+		if c.HasSubCommands() && len(c.Flags().Args()) > 0 {
+			if uerr := unknownSubcommand(c, c.Flags().Args()); uerr != nil {
+				return uerr
+			}
+		}
 		return exitcode.UsageErr(err)
 	})
 	f := root.PersistentFlags()
 	f.String("store", DefaultStore, "store URL: file:///dir (embedded default), s3://bucket/prefix, mem://name (env NEREUSCTL_STORE)")
 	f.String("config", "", "config file (YAML; default $XDG_CONFIG_HOME/nereusctl/config.yaml if present)")
 	f.StringP("output", "o", "table", "output format: table or json")
-	f.String("log-level", "warn", "log level: debug, info, warn, error")
+	f.String("log-level", "warn", "log level on stderr: debug (every store request), info (retries), warn, error")
 	f.String("s3-endpoint", "", "S3 endpoint URL for S3-compatible stores (http:// only on loopback unless --s3-allow-http)")
 	f.String("s3-region", "", "S3 region (default from the AWS chain, else us-east-1)")
 	f.Bool("s3-path-style", false, "use path-style S3 addressing (most S3-compatible servers need it)")
 	f.Bool("s3-allow-http", false, "allow a plain http:// S3 endpoint that is not on loopback")
-	f.Float64("max-requests-per-second", 0, "limit store requests per second (0: unlimited)")
+	f.Float64("max-requests-per-second", 0, "limit store requests per second (0: unlimited; else at least 0.01)")
 	f.Bool("stats", false, "print the store request counts (GET/PUT/LIST/HEAD/DELETE) to stderr at the end")
 	f.BoolP("quiet", "q", false, "print no progress and no tour; errors still go to stderr")
 
@@ -160,6 +296,8 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 		newStoreCmd(g),
 	)
 	addCommands(root, g)
+	root.SetHelpCommand(newHelpCmd())
+	strictCommands(root)
 	return root
 }
 
@@ -171,7 +309,7 @@ func (g *globals) resolve(cmd *cobra.Command) error {
 	v.AutomaticEnv()
 	var bindErr error
 	cmd.Root().PersistentFlags().VisitAll(func(fl *pflag.Flag) {
-		if fl.Name == "config" || fl.Name == "help" {
+		if !isSetting(fl.Name) {
 			return
 		}
 		if err := v.BindPFlag(fl.Name, fl); err != nil && bindErr == nil {
@@ -180,6 +318,9 @@ func (g *globals) resolve(cmd *cobra.Command) error {
 	})
 	if bindErr != nil {
 		return bindErr
+	}
+	if err := checkEnv(cmd.Root().PersistentFlags(), os.Environ()); err != nil {
+		return exitcode.Wrap(exitcode.Usage, err, "the variables are NEREUSCTL_ and a global flag's long name, upper-cased, - as _ (docs/configuration.md)")
 	}
 	cfgFile, _ := cmd.Root().PersistentFlags().GetString("config")
 	if cfgFile == "" {
@@ -197,18 +338,29 @@ func (g *globals) resolve(cmd *cobra.Command) error {
 			cfgFile = filepath.Join(dir, "nereusctl", "config.yaml")
 		}
 	}
+	fileKeys := map[string]bool{}
 	if cfgFile != "" {
 		if _, err := os.Stat(cfgFile); err == nil || explicit {
+			keys, err := checkConfigFile(cmd.Root().PersistentFlags(), cfgFile)
+			if err != nil {
+				if exitcode.HintOf(err) != "" {
+					return err
+				}
+				return exitcode.Wrap(exitcode.Usage, err, "the config file's keys are the global flags' long names without the leading -- (docs/configuration.md)")
+			}
+			fileKeys = keys
 			v.SetConfigFile(cfgFile)
 			v.SetConfigType("yaml")
 			if err := v.ReadInConfig(); err != nil {
-				return exitcode.UsageErr(fmt.Errorf("read config %s: %w", cfgFile, err))
+				return exitcode.UsageErr(fmt.Errorf("read config file %s: %w", cfgFile, err))
 			}
 		}
 	}
-	if err := v.Unmarshal(&g.cfg); err != nil {
-		return exitcode.UsageErr(fmt.Errorf("config: %w", err))
+	cfg, err := decodeConfig(v, cmd.Root().PersistentFlags(), cfgFile, fileKeys)
+	if err != nil {
+		return exitcode.UsageErr(err)
 	}
+	g.cfg = cfg
 	switch g.cfg.Output {
 	case "table", "json":
 	default:
@@ -218,11 +370,40 @@ func (g *globals) resolve(cmd *cobra.Command) error {
 	if err := level.UnmarshalText([]byte(g.cfg.LogLevel)); err != nil {
 		return exitcode.UsageErr(fmt.Errorf("--log-level %q: want debug, info, warn or error", g.cfg.LogLevel))
 	}
-	if g.cfg.MaxRequestsPerSecond < 0 {
-		return exitcode.UsageErr(fmt.Errorf("--max-requests-per-second %v: want >= 0", g.cfg.MaxRequestsPerSecond))
+	if err := checkRate(g.cfg.MaxRequestsPerSecond); err != nil {
+		return exitcode.UsageErr(err)
 	}
 	g.log = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))
+	g.resolved = true
 	return nil
+}
+
+// MinRequestsPerSecond is the smallest --max-requests-per-second accepted
+// (besides 0, unlimited): one request every 100 seconds. Anything slower
+// is a typo that would make a job look hung.
+const MinRequestsPerSecond = 0.01
+
+// checkRate refuses a request rate that is not a finite number of at
+// least MinRequestsPerSecond (0 means unlimited).
+func checkRate(r float64) error {
+	switch {
+	case math.IsNaN(r) || math.IsInf(r, 0):
+		return fmt.Errorf("--max-requests-per-second %v: want a finite number", r)
+	case r < 0:
+		return fmt.Errorf("--max-requests-per-second %v: want 0 (unlimited) or at least %v", r, MinRequestsPerSecond)
+	case r > 0 && r < MinRequestsPerSecond:
+		return fmt.Errorf("--max-requests-per-second %v: below the floor of %v (one request every 100 s); want 0 (unlimited) or at least %v", r, MinRequestsPerSecond, MinRequestsPerSecond)
+	}
+	return nil
+}
+
+// logger is the run's logger; before the configuration is resolved, one
+// at the default level (warn).
+func (g *globals) logger() *slog.Logger {
+	if g.log != nil {
+		return g.log
+	}
+	return slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // exactArgs is cobra.ExactArgs with a usage exit code.

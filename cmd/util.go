@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"os"
 	"strconv"
 
@@ -20,26 +21,39 @@ func isTerminal(w io.Writer) bool {
 // openStore opens the configured store with retry and rate limiting;
 // create makes a missing file:// root (demo, import).
 func openStore(ctx context.Context, cfg Config, create bool) (store.Store, error) {
+	return openStoreLogged(ctx, cfg, create, nil)
+}
+
+// openStoreLogged is openStore with a logger: each store request at debug
+// level, retries and lost preconditions at info, give-ups at warn.
+func openStoreLogged(ctx context.Context, cfg Config, create bool, log *slog.Logger) (store.Store, error) {
 	st, err := store.Open(ctx, cfg.Store, store.OpenOptions{
 		S3Endpoint:  cfg.S3Endpoint,
 		S3Region:    cfg.S3Region,
 		S3PathStyle: cfg.S3PathStyle,
 		S3AllowHTTP: cfg.S3AllowHTTP,
 		Create:      create,
+		Log:         log,
 	})
 	if err != nil {
 		return nil, err
 	}
+	st = store.WithLog(st, log)
 	if cfg.MaxRequestsPerSecond > 0 {
 		st = store.WithRateLimit(st, cfg.MaxRequestsPerSecond)
 	}
-	return store.WithRetry(st, store.DefaultRetryPolicy()), nil
+	p := store.DefaultRetryPolicy()
+	p.Log = log
+	return store.WithRetry(st, p), nil
 }
 
 func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
 
 // terminalWidth is stdout's width on a terminal, else $COLUMNS, else 100.
 func terminalWidth(w io.Writer) int {
+	if t, ok := w.(*trackedWriter); ok {
+		w = t.w
+	}
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 20 {
 			return cols

@@ -122,11 +122,54 @@ func IsCorruption(err error) bool {
 	return false
 }
 
-// HintOf returns the first hint attached to err.
+// Finding names what an error is about: the object (a store key or a
+// local file) and the check that failed, where an operation knows them.
+// Under -o json they become the error document's "object" and "check"
+// (docs/json-output.md, "Errors"). It carries no exit code of its own.
+type Finding struct {
+	Object string
+	Check  string
+	Err    error
+}
+
+func (f *Finding) Error() string { return f.Err.Error() }
+func (f *Finding) Unwrap() error { return f.Err }
+
+// About attaches the object and the check to err; nil stays nil.
+func About(err error, object, check string) error {
+	if err == nil {
+		return nil
+	}
+	return &Finding{Object: object, Check: check, Err: err}
+}
+
+// FindingOf returns the object and check of the first Finding in err.
+func FindingOf(err error) (object, check string) {
+	var f *Finding
+	if errors.As(err, &f) {
+		return f.Object, f.Check
+	}
+	return "", ""
+}
+
+// HintOf returns the first non-empty hint attached to err, searching its
+// whole tree (an outer Err that only pins a code hides no inner hint).
 func HintOf(err error) string {
-	var e *Err
-	if errors.As(err, &e) {
+	if err == nil {
+		return ""
+	}
+	if e, ok := err.(*Err); ok && e.Hint != "" {
 		return e.Hint
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return HintOf(u.Unwrap())
+	case interface{ Unwrap() []error }:
+		for _, inner := range u.Unwrap() {
+			if h := HintOf(inner); h != "" {
+				return h
+			}
+		}
 	}
 	return ""
 }

@@ -45,3 +45,40 @@ func TestOf(t *testing.T) {
 		t.Error("hint lost through wrapping")
 	}
 }
+
+// About names the object and check of a failure without changing its code
+// or message; the outermost Finding wins.
+func TestFinding(t *testing.T) {
+	base := VerifyErr(errors.New("sha256 mismatch"))
+	err := fmt.Errorf("verify orders-0: %w", About(base, "streams/s/objects/0-9.kb", "sha256"))
+	if obj, check := FindingOf(err); obj != "streams/s/objects/0-9.kb" || check != "sha256" {
+		t.Fatalf("FindingOf = %q, %q", obj, check)
+	}
+	if Of(err) != Verify || err.Error() != "verify orders-0: sha256 mismatch" {
+		t.Fatalf("code %d, message %q", Of(err), err)
+	}
+	if obj, check := FindingOf(errors.New("plain")); obj != "" || check != "" {
+		t.Fatalf("FindingOf(plain) = %q, %q", obj, check)
+	}
+	if About(nil, "x", "y") != nil {
+		t.Fatal("About(nil) is not nil")
+	}
+}
+
+// An outer Err that only pins a code does not hide an inner hint.
+func TestHintOfSearchesTheTree(t *testing.T) {
+	inner := Wrap(Error, errors.New("access denied"), "check the folder's permissions")
+	err := Wrap(Verify, fmt.Errorf("1 of 2 failed: %w", inner), "")
+	if h := HintOf(err); h != "check the folder's permissions" {
+		t.Fatalf("HintOf = %q", h)
+	}
+	if h := HintOf(errors.Join(errors.New("a"), inner)); h != "check the folder's permissions" {
+		t.Fatalf("HintOf(joined) = %q", h)
+	}
+	if Of(err) != Verify {
+		t.Fatalf("code %d", Of(err))
+	}
+	if HintOf(errors.New("plain")) != "" || HintOf(nil) != "" {
+		t.Fatal("hint from nowhere")
+	}
+}

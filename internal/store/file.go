@@ -179,6 +179,8 @@ func mapErr(op, key string, err error) error {
 		return fmt.Errorf("%s %s: %w", op, key, ErrNotFound)
 	case isEscape(err):
 		return fmt.Errorf("%s %s: %w: a symlink leads outside the store root", op, key, ErrInvalidKey)
+	case isFSPermission(err):
+		return Permanent(fmt.Errorf("%s %s: %w: %w", op, key, ErrAccessDenied, err))
 	}
 	return fmt.Errorf("%s %s: %w", op, key, err)
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"strings"
@@ -24,13 +25,16 @@ type OpenOptions struct {
 	// run). Without it a missing root is an error wrapping ErrNotFound, so a
 	// mistyped path never looks like an empty store.
 	Create bool
+	// Log receives the backend's own diagnostics (nil: none).
+	Log *slog.Logger
 }
 
 // Open opens the store named by rawURL:
 //
 //	file:///abs/dir      absolute directory
-//	file://./rel, file://rel
+//	file://./rel, file://../rel
 //	                     directory relative to the working directory
+//	                     (file://host/dir, a host, is refused)
 //	s3://bucket[/prefix] S3 (credentials from the AWS chain)
 //	mem://name           in-memory (tests): the same name in one process
 //	                     is the same store; mem:// alone is always new
@@ -49,6 +53,10 @@ func Open(ctx context.Context, rawURL string, opt OpenOptions) (Store, error) {
 		}
 		if strings.ContainsAny(rest, "?#") {
 			return nil, fmt.Errorf("open store %q: a file:// URL takes a plain path (no ? or #)", shown)
+		}
+		if !isLocalPath(rest) {
+			host, _, _ := strings.Cut(rest, "/")
+			return nil, fmt.Errorf("open store %q: a file:// URL takes no host (%q): want file:///absolute/dir or file://./relative/dir", shown, host)
 		}
 		if opt.Create {
 			if err := os.MkdirAll(rest, 0o755); err != nil {
@@ -74,11 +82,20 @@ func Open(ctx context.Context, rawURL string, opt OpenOptions) (Store, error) {
 			Region:    opt.S3Region,
 			PathStyle: opt.S3PathStyle,
 			AllowHTTP: opt.S3AllowHTTP,
+			Log:       opt.Log,
 		})
 	case "mem":
 		return openMem(rest), nil
 	}
 	return nil, fmt.Errorf("open store %q: unknown scheme %q (want file, s3 or mem)", shown, scheme)
+}
+
+// isLocalPath reports the path part of a file:// URL that names no host:
+// absolute ("/dir", from file:///dir), or explicitly relative (".",
+// "..", "./dir", "../dir"). "file://host/dir" is refused rather than read
+// as the relative path host/dir: a URL with a host means another machine.
+func isLocalPath(p string) bool {
+	return strings.HasPrefix(p, "/") || p == "." || p == ".." || strings.HasPrefix(p, "./") || strings.HasPrefix(p, "../")
 }
 
 var (

@@ -18,9 +18,9 @@ func TestOpenFile(t *testing.T) {
 	os.Mkdir("rel", 0o755)
 	os.Mkdir(filepath.Join(dir, "abs"), 0o755)
 	for url, want := range map[string]string{
-		"file://" + filepath.Join(dir, "abs"): filepath.Join(dir, "abs"),
-		"file://./rel":                        filepath.Join(dir, "rel"),
-		"file://rel":                          filepath.Join(dir, "rel"),
+		"file://" + filepath.Join(dir, "abs"):      filepath.Join(dir, "abs"),
+		"file://./rel":                             filepath.Join(dir, "rel"),
+		"file://../" + filepath.Base(dir) + "/rel": filepath.Join(dir, "rel"),
 	} {
 		s, err := store.Open(ctx, url, store.OpenOptions{})
 		if err != nil {
@@ -69,6 +69,11 @@ func TestOpenRefusals(t *testing.T) {
 		"s3://AKIA:secret@bucket/p": "no credentials",
 		"s3://bucket/../x":          "invalid object key",
 		"s3://bucket/p?x=1":         "no credentials, query",
+		// A host in a file URL means another machine, not a relative
+		// path: refused, never read as ./host/dir.
+		"file://host/dir":      "takes no host",
+		"file://localhost/tmp": "takes no host",
+		"file://rel":           "takes no host",
 	} {
 		_, err := store.Open(ctx, url, store.OpenOptions{S3Endpoint: "http://127.0.0.1:1"})
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -103,6 +108,11 @@ func TestS3EndpointRules(t *testing.T) {
 		{"http://user:hunter2@127.0.0.1:7070", false, "credentials in the endpoint"},
 		{"ftp://127.0.0.1", false, "want http(s)"},
 		{"127.0.0.1:7070", false, "want http(s)"},
+		{"https://s3.example.com/", false, ""},
+		{"https://s3.example.com/bucket", false, "no path allowed"},
+		{"http://127.0.0.1:7070/a/b", false, "no path allowed"},
+		{"https://s3.example.com?x=1", false, "no query"},
+		{"https://s3.example.com/?", false, "no query"},
 	} {
 		_, err := store.NewS3(ctx, store.S3Config{Bucket: "b", Endpoint: c.endpoint, AllowHTTP: c.allowHTTP})
 		switch {

@@ -9,16 +9,20 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net"
 	"net/url"
+	"os"
 	"sort"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
@@ -42,6 +46,8 @@ type S3Config struct {
 	PathStyle bool
 	// AllowHTTP accepts a plain http:// endpoint that is not loopback.
 	AllowHTTP bool
+	// Log receives the backend's diagnostics (nil: none).
+	Log *slog.Logger
 }
 
 // S3 is the s3:// backend (aws-sdk-go-v2).
@@ -67,24 +73,55 @@ type S3 struct {
 var _ Store = (*S3)(nil)
 
 // NewS3 builds the S3 client; it is the only place that does.
+//
+// The endpoint rule (docs/design.md §14: plain http only on loopback unless
+// AllowHTTP) applies to the endpoint the client will really use, however it
+// was set: Endpoint (--s3-endpoint), AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL,
+// or endpoint_url in the AWS shared config (a profile's, or its services
+// section's s3 entry). With a custom endpoint, the EC2 instance metadata
+// service is not asked for credentials (it would only time out off EC2).
 func NewS3(ctx context.Context, c S3Config) (*S3, error) {
+	client, _, err := newS3Client(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	prefix := strings.Trim(c.Prefix, "/")
+	if prefix != "" {
+		prefix += "/"
+	}
+	return &S3{client: client, bucket: c.Bucket, prefix: prefix}, nil
+}
+
+// ResolveS3Endpoint returns the endpoint a client built from c would send
+// its requests to ("" for AWS's own), after the plain-HTTP rule. It sends
+// nothing.
+func ResolveS3Endpoint(ctx context.Context, c S3Config) (string, error) {
+	_, endpoint, err := newS3Client(ctx, c)
+	return endpoint, err
+}
+
+// envEndpointSet reports an endpoint given in the environment.
+func envEndpointSet() bool {
+	if v, _ := os.LookupEnv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"); strings.EqualFold(v, "true") {
+		return false
+	}
+	return os.Getenv("AWS_ENDPOINT_URL_S3") != "" || os.Getenv("AWS_ENDPOINT_URL") != ""
+}
+
+func newS3Client(ctx context.Context, c S3Config) (*s3.Client, string, error) {
 	if c.Bucket == "" {
-		return nil, errors.New("open s3 store: no bucket")
+		return nil, "", errors.New("open s3 store: no bucket")
 	}
 	prefix := strings.Trim(c.Prefix, "/")
 	if prefix != "" {
 		if err := ValidatePrefix(prefix + "/"); err != nil {
-			return nil, fmt.Errorf("open s3 store s3://%s: prefix: %w", c.Bucket, err)
+			return nil, "", fmt.Errorf("open s3 store s3://%s: prefix: %w", c.Bucket, err)
 		}
-		prefix += "/"
 	}
-	var endpoint *url.URL
 	if c.Endpoint != "" {
-		u, err := checkEndpoint(c.Endpoint, c.AllowHTTP)
-		if err != nil {
-			return nil, fmt.Errorf("open s3 store s3://%s: %w", c.Bucket, err)
+		if _, err := checkEndpoint(c.Endpoint, c.AllowHTTP); err != nil {
+			return nil, "", fmt.Errorf("open s3 store s3://%s: %w", c.Bucket, err)
 		}
-		endpoint = u
 	}
 
 	opts := []func(*config.LoadOptions) error{
@@ -100,34 +137,76 @@ func NewS3(ctx context.Context, c S3Config) (*S3, error) {
 	if c.Region != "" {
 		opts = append(opts, config.WithRegion(c.Region))
 	}
+	// Off AWS the instance metadata service does not exist: asking it for
+	// credentials would cost seconds to minutes of probing before the real
+	// error (no credentials) shows. It is off when a custom endpoint is
+	// known before loading (the flag, the environment); one set only in
+	// the shared config is known after, and the config is loaded again.
+	disableIMDS := c.Endpoint != "" || envEndpointSet()
+	client, endpoint, endpointErr, err := loadS3Client(ctx, c, opts, disableIMDS)
+	if err == nil && endpointErr == nil && endpoint != nil && !disableIMDS {
+		client, endpoint, endpointErr, err = loadS3Client(ctx, c, opts, true)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("open s3 store s3://%s: load aws config: %w", c.Bucket, err)
+	}
+	if endpointErr != nil {
+		return nil, "", fmt.Errorf("open s3 store s3://%s: %w", c.Bucket, endpointErr)
+	}
+	if endpoint == nil && client.Options().Region == "" {
+		return nil, "", fmt.Errorf("open s3 store s3://%s: no region (set --s3-region or AWS_REGION)", c.Bucket)
+	}
+	shown := ""
 	if endpoint != nil {
-		// S3-compatible servers vary in their support of the newer default
-		// checksums (trailers, CRC32 on every request): send and validate
-		// checksums only when the operation requires it, or when we ask
-		// for one explicitly (SHA-256 on Put).
-		opts = append(opts,
-			config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
-			config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired))
+		shown = endpoint.String()
+	}
+	if c.Log != nil {
+		c.Log.Debug("s3 client", "bucket", c.Bucket, "prefix", prefix, "endpoint", shown, "region", client.Options().Region, "path_style", client.Options().UsePathStyle)
+	}
+	return client, shown, nil
+}
+
+// loadS3Client loads the AWS configuration and builds the client, with
+// the endpoint it resolved (nil for AWS's own) checked by checkEndpoint.
+func loadS3Client(ctx context.Context, c S3Config, opts []func(*config.LoadOptions) error, disableIMDS bool) (client *s3.Client, endpoint *url.URL, endpointErr, err error) {
+	if disableIMDS {
+		opts = append(opts[:len(opts):len(opts)], config.WithEC2IMDSClientEnableState(imds.ClientDisabled))
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("open s3 store s3://%s: load aws config: %w", c.Bucket, err)
+		return nil, nil, nil, err
 	}
-	if cfg.Region == "" {
-		if endpoint == nil {
-			return nil, fmt.Errorf("open s3 store s3://%s: no region (set --s3-region or AWS_REGION)", c.Bucket)
+	if cfg.Credentials != nil {
+		cfg.Credentials = aws.NewCredentialsCache(credentialsGuard{cfg.Credentials})
+	}
+	client = s3.NewFromConfig(cfg, func(o *s3.Options) {
+		// o.BaseEndpoint holds what the SDK resolved from the environment
+		// and the shared config; --s3-endpoint overrides it.
+		raw := c.Endpoint
+		if raw == "" && o.BaseEndpoint != nil {
+			raw = *o.BaseEndpoint
 		}
-		cfg.Region = "us-east-1"
-	}
-	client := s3.NewFromConfig(cfg, func(o *s3.Options) {
-		if endpoint != nil {
-			o.BaseEndpoint = aws.String(endpoint.String())
-			o.UsePathStyle = c.PathStyle || isIPOrLocalhost(endpoint.Hostname())
-		} else {
-			o.UsePathStyle = c.PathStyle
+		o.UsePathStyle = c.PathStyle
+		if raw == "" {
+			return
+		}
+		endpoint, endpointErr = checkEndpoint(raw, c.AllowHTTP)
+		if endpointErr != nil {
+			return
+		}
+		o.BaseEndpoint = aws.String(endpoint.String())
+		o.UsePathStyle = c.PathStyle || isIPOrLocalhost(endpoint.Hostname())
+		// S3-compatible servers vary in their support of the newer
+		// default checksums (trailers, CRC32 on every request): send and
+		// validate checksums only when the operation requires it, or when
+		// we ask for one explicitly (SHA-256 on Put).
+		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+		if o.Region == "" {
+			o.Region = "us-east-1"
 		}
 	})
-	return &S3{client: client, bucket: c.Bucket, prefix: prefix}, nil
+	return client, endpoint, endpointErr, nil
 }
 
 // checkEndpoint parses a custom endpoint and applies the plain-HTTP rule
@@ -143,8 +222,11 @@ func checkEndpoint(raw string, allowHTTP bool) (*url.URL, error) {
 	if u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return nil, fmt.Errorf("s3 endpoint %q: want http(s)://host[:port]", RedactURL(raw))
 	}
-	if u.RawQuery != "" || u.Fragment != "" {
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
 		return nil, fmt.Errorf("s3 endpoint %q: no query or fragment allowed", RedactURL(raw))
+	}
+	if u.Path != "" && u.Path != "/" {
+		return nil, fmt.Errorf("s3 endpoint %q: no path allowed (the bucket and prefix go in --store s3://BUCKET/PREFIX)", RedactURL(raw))
 	}
 	if u.Scheme == "http" && !allowHTTP && !IsLoopbackHost(u.Hostname()) {
 		return nil, fmt.Errorf("s3 endpoint %s: plain http is accepted only on loopback (127.0.0.0/8, ::1, localhost); use https or allow http explicitly", u.Host)
@@ -164,6 +246,23 @@ func IsLoopbackHost(h string) bool {
 
 func isIPOrLocalhost(h string) bool {
 	return strings.EqualFold(h, "localhost") || net.ParseIP(h) != nil
+}
+
+// credentialsGuard marks a failure of the credential chain, so that mapErr
+// recognises it by type (the SDK passes it on as plain wrapped text).
+type credentialsGuard struct{ p aws.CredentialsProvider }
+
+type credentialsError struct{ err error }
+
+func (e *credentialsError) Error() string { return e.err.Error() }
+func (e *credentialsError) Unwrap() error { return e.err }
+
+func (g credentialsGuard) Retrieve(ctx context.Context) (aws.Credentials, error) {
+	c, err := g.p.Retrieve(ctx)
+	if err != nil && ctx.Err() == nil {
+		return c, &credentialsError{err: err}
+	}
+	return c, err
 }
 
 func (s *S3) String() string {
@@ -198,10 +297,23 @@ func (s *S3) mapErr(op, key string, g Guard, err error) error {
 			return fmt.Errorf("%s: object is gone: %w (s3 %s)", what, ErrPreconditionFailed, code)
 		}
 		return fmt.Errorf("%s: %w (s3 %s)", what, ErrNotFound, code)
-	case "AccessDenied", "Forbidden", "InvalidAccessKeyId", "SignatureDoesNotMatch",
-		"ExpiredToken", "InvalidToken", "AllAccessDisabled", "AccountProblem",
-		"NoSuchBucket", "InvalidBucketName", "PermanentRedirect", "AuthorizationHeaderMalformed":
+	case "AccessDenied", "Forbidden", "AllAccessDisabled", "AccountProblem":
+		return Permanent(fmt.Errorf("%s in %s: %w (s3 %s): %w", what, s, ErrAccessDenied, code, err))
+	case "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "TokenRefreshRequired",
+		"InvalidToken", "InvalidClientTokenId", "AuthorizationHeaderMalformed":
+		return Permanent(fmt.Errorf("%s in %s: %w (s3 %s)", what, s, ErrCredentials, code))
+	case "NoSuchBucket":
+		return Permanent(fmt.Errorf("%s in %s: %w (s3 %s)", what, s, ErrNoSuchBucket, code))
+	case "InvalidBucketName", "PermanentRedirect":
 		return Permanent(fmt.Errorf("%s in %s: %w", what, s, err))
+	}
+	var ce *credentialsError
+	var se *v4.SigningError
+	if errors.As(err, &ce) || errors.As(err, &se) {
+		// The credential chain found nothing usable; its own text lists
+		// every provider it tried (and, off EC2, metadata-service dial
+		// errors), which helps no one: say what is missing.
+		return Permanent(fmt.Errorf("%s in %s: %w: no usable AWS credentials in the default chain", what, s, ErrCredentials))
 	}
 	return fmt.Errorf("%s in %s: %w", what, s, err)
 }

@@ -39,6 +39,8 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -237,5 +239,71 @@ func TestS3LostResponseInsideSDK(t *testing.T) {
 	}
 	if n := c.Counts()[store.VerbPut]; n != 2 {
 		t.Fatalf("counter saw %d PUTs, want 2 (SDK retries are internal)", n)
+	}
+}
+
+// Wrong credentials are ErrCredentials (the CLI's hint names the chain),
+// and a missing bucket is ErrNoSuchBucket: both permanent, sent once.
+func TestS3PermanentErrorsClassified(t *testing.T) {
+	_, srv := newS3(t, "")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret")
+	s, err := store.NewS3(context.Background(), store.S3Config{Bucket: srv.Bucket, Endpoint: srv.Endpoint})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := store.NewCounter(s)
+	r := store.WithRetry(c, store.RetryPolicy{Attempts: 5, Initial: 50 * time.Millisecond, Max: time.Second})
+	start := time.Now()
+	_, err = r.Get(context.Background(), "bindings/t/0.json", nil)
+	if !errors.Is(err, store.ErrCredentials) || c.Counts()[store.VerbGet] != 1 {
+		t.Fatalf("get with a wrong secret: %v after %d GETs", err, c.Counts()[store.VerbGet])
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("took %v", d)
+	}
+}
+
+// With an endpoint given (by the flag, or only in the AWS shared config) and
+// no credentials anywhere, the failure is immediate (no instance-metadata
+// probing), says what is missing, and does not dump the SDK's provider
+// chain.
+func TestS3NoCredentialsFailsFast(t *testing.T) {
+	_, srv := newS3(t, "")
+	for _, viaConfig := range []bool{false, true} {
+		dir := t.TempDir()
+		cfgFile := filepath.Join(dir, "config")
+		c := store.S3Config{Bucket: srv.Bucket, Endpoint: srv.Endpoint, Region: srv.Region}
+		if viaConfig {
+			os.WriteFile(cfgFile, []byte("[default]\nendpoint_url = "+srv.Endpoint+"\n"), 0o600)
+			c.Endpoint = ""
+		}
+		t.Setenv("AWS_CONFIG_FILE", cfgFile)
+		t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "none"))
+		for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_EC2_METADATA_DISABLED", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3"} {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+		if got, err := store.ResolveS3Endpoint(context.Background(), c); err != nil || strings.TrimSuffix(got, "/") != srv.Endpoint {
+			t.Fatalf("via config %v: endpoint %q, %v", viaConfig, got, err)
+		}
+		s, err := store.NewS3(context.Background(), c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := store.WithRetry(s, store.DefaultRetryPolicy())
+		start := time.Now()
+		_, err = r.List(context.Background(), "bindings/")
+		d := time.Since(start)
+		if !errors.Is(err, store.ErrCredentials) {
+			t.Fatalf("via config %v: list without credentials: %v", viaConfig, err)
+		}
+		if d > 3*time.Second {
+			t.Fatalf("via config %v: took %v: the credential chain probed for too long", viaConfig, d)
+		}
+		for _, bad := range []string{"IMDS", "169.254", "EC2", "failed to refresh cached credentials"} {
+			if strings.Contains(err.Error(), bad) {
+				t.Fatalf("via config %v: error dumps the provider chain (%q): %v", viaConfig, bad, err)
+			}
+		}
 	}
 }

@@ -14,8 +14,13 @@
 //	limited := WithRateLimit(counter, rps)  // each attempt waits its turn
 //	s := WithRetry(limited, DefaultRetryPolicy())
 //
-// and NewFaulty goes directly over the backend in tests. CloseStore closes
-// a backend through its decorators (each has Unwrap).
+// and NewFaulty goes directly over the backend in tests. WithLog (each
+// request at debug level) goes directly over the backend, so it logs every
+// attempt; WithRetry logs its retries and give-ups on RetryPolicy.Log.
+// CloseStore closes a backend through its decorators (each has Unwrap).
+//
+// Permanent failures (ErrAccessDenied, ErrCredentials, ErrNoSuchBucket,
+// and any error marked Permanent) are never retried.
 package store
 
 import (

@@ -27,9 +27,17 @@ hydrate it, replay the COMMITTED tail to the head, apply the durable trim,
 and report the partition state with its state digest.
 
 The report says which checkpoint was chosen and why every other one was
-skipped. --full ignores checkpoints and replays from the first offset.
---compare runs both and fails with exit 3 unless the state digests match.
-Nothing is written.` + exitStatusHelp("3 with --compare: the checkpoint path and the full replay disagree"),
+skipped. --full ignores checkpoints and replays from the first offset (or,
+when gc removed the objects below the durable trim, from the oldest valid
+checkpoint: the retention floor). --compare runs both and fails with exit 3
+unless the state digests match. Nothing is written.
+
+Every path checks that the objects between the durable trim and the head
+are all there: a missing one is data loss (exit 3, naming the missing
+offsets), never taken for gc. Every batch CRC-32C is verified before the
+batch is applied, and every sealed object's size and CRC-32C against its
+COMMITTED manifest; --verify-crc is accepted for compatibility and changes
+nothing.` + exitStatusHelp("3 missing objects between the trim and the head, a corrupt object or batch (CRC), or with --compare: the checkpoint path and the full replay disagree"),
 		Example: `  nereusctl replay payments-0
   nereusctl replay payments-0 --compare -o json`,
 		Args: exactArgs(1),
@@ -42,7 +50,7 @@ Nothing is written.` + exitStatusHelp("3 with --compare: the checkpoint path and
 	}
 	c.Flags().BoolVar(&o.full, "full", false, "ignore checkpoints: replay from the first offset")
 	c.Flags().BoolVar(&o.compare, "compare", false, "run the checkpoint path and a full replay; exit 3 unless the digests match")
-	c.Flags().BoolVar(&o.verifyCRC, "verify-crc", false, "check every batch CRC in the replayed range (default: headers only)")
+	c.Flags().BoolVar(&o.verifyCRC, "verify-crc", false, "no-op, kept for compatibility: every batch CRC is always verified")
 	return c
 }
 
@@ -56,13 +64,13 @@ func runReplay(cmd *cobra.Command, g *globals, o *replayOptions, arg string) err
 	if err != nil {
 		return err
 	}
-	res, err := recovery.Replay(ctx, st, b, recovery.Options{Full: o.full, VerifyCRC: o.verifyCRC})
+	res, err := recovery.Replay(ctx, st, b, recovery.Options{Full: o.full})
 	if err != nil {
 		return err
 	}
 	var full *recovery.Result
 	if o.compare {
-		if full, err = recovery.Replay(ctx, st, b, recovery.Options{Full: true, VerifyCRC: o.verifyCRC}); err != nil {
+		if full, err = recovery.Replay(ctx, st, b, recovery.Options{Full: true}); err != nil {
 			return fmt.Errorf("full replay: %w", err)
 		}
 	}
@@ -160,7 +168,7 @@ func renderReplay(w io.Writer, res, full *recovery.Result) error {
 	p := res.State
 	fmt.Fprintf(w, "Partition %s (stream %s)\n", res.Binding.Name(), res.Binding.StreamID)
 	if res.Full && res.Floor {
-		fmt.Fprintf(w, "Checkpoint: %s (anchor %d): the retention floor; gc collected the objects below it, so a full replay starts here\n", res.Chosen.Key, res.Chosen.Anchor)
+		fmt.Fprintf(w, "Checkpoint: %s (anchor %d): the retention floor; the objects below the first retained one (all under the durable trim %d) were removed by gc, so a full replay starts here\n", res.Chosen.Key, res.Chosen.Anchor, res.Head.Trim)
 	} else if res.Full {
 		fmt.Fprintf(w, "Checkpoint: none (full replay requested)\n")
 	} else if res.Chosen == nil {

@@ -150,7 +150,14 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 			len(rep.Partitions), rep.Trimmed, rep.Unchanged, rep.Errors, rep.Resumed, rep.GarbageBytes, rep.Seconds)
 	}
 	if rep.Errors > 0 {
-		return fmt.Errorf("retention run: %d of %d partitions failed", rep.Errors, len(rep.Partitions))
+		err := fmt.Errorf("retention run: %d of %d partitions failed", rep.Errors, len(rep.Partitions))
+		for _, r := range rep.Partitions {
+			if r.Err != nil && exitcode.Of(r.Err) == exitcode.Verify {
+				// Missing or corrupt data outranks any other failure.
+				return exitcode.Wrap(exitcode.Verify, fmt.Errorf("%w; %s-%d: %w", err, r.Topic, r.Partition, r.Err), exitcode.HintOf(r.Err))
+			}
+		}
+		return err
 	}
 	return nil
 }

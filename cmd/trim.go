@@ -100,7 +100,7 @@ func renderTrimResults(g *globals, dryRun bool, rs []*retention.Result, kafkaSty
 	}
 	err := fmt.Errorf("%d of %d partitions failed (%s); first: %s-%d: %s: %s", len(failed), len(rs), strings.Join(failed, ", "), first.Topic, first.Partition, first.Error, first.ErrorDetail)
 	if first.Err != nil {
-		return exitcode.Wrap(exitcode.Of(first.Err), err, "")
+		return exitcode.Wrap(exitcode.Of(first.Err), err, exitcode.HintOf(first.Err))
 	}
 	return err
 }

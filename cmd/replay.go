@@ -1,14 +1,17 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/state"
+	"github.com/nereusctl/nereusctl/internal/stream"
 )
 
 type replayOptions struct {
@@ -66,12 +69,12 @@ func runReplay(cmd *cobra.Command, g *globals, o *replayOptions, arg string) err
 	}
 	res, err := recovery.Replay(ctx, st, b, recovery.Options{Full: o.full})
 	if err != nil {
-		return err
+		return replayDataLoss(g, b, err)
 	}
 	var full *recovery.Result
 	if o.compare {
 		if full, err = recovery.Replay(ctx, st, b, recovery.Options{Full: true}); err != nil {
-			return fmt.Errorf("full replay: %w", err)
+			return replayDataLoss(g, b, fmt.Errorf("full replay: %w", err))
 		}
 	}
 	if g.json() {
@@ -86,6 +89,34 @@ func runReplay(cmd *cobra.Command, g *globals, o *replayOptions, arg string) err
 		return exitcode.VerifyErr(fmt.Errorf("replay %s: checkpoint path digest %s differs from full replay digest %s", b.Name(), res.Digest(), full.Digest()))
 	}
 	return nil
+}
+
+// dataLossJSON is the data_loss field of replay's JSON: the half-open
+// offset ranges between the durable trim and the head no object holds.
+type dataLossJSON struct {
+	Missing [][2]int64 `json:"missing"`
+}
+
+// replayDataLoss writes, with -o json, the document of a replay that found
+// data loss (the partition, the head's bounds and data_loss; no state), and
+// returns err.
+func replayDataLoss(g *globals, b *layout.Binding, err error) error {
+	var me *stream.MissingError
+	if !g.json() || !errors.As(err, &me) {
+		return err
+	}
+	if werr := writeJSON(g.stdout, map[string]any{
+		"schema_version": SchemaVersion,
+		"topic":          b.Topic,
+		"partition":      b.Partition,
+		"stream_id":      b.StreamID,
+		"trim":           me.Trim,
+		"head":           me.Head,
+		"data_loss":      dataLossJSON{Missing: me.Ranges},
+	}); werr != nil {
+		return werr
+	}
+	return err
 }
 
 type producerJSON struct {
@@ -134,6 +165,7 @@ func replayJSON(res, full *recovery.Result) map[string]any {
 		"stream_id":         res.Binding.StreamID,
 		"full":              res.Full,
 		"retention_floor":   res.Floor,
+		"data_loss":         nil,
 		"checkpoint_anchor": anchor,
 		"checkpoints":       cands,
 		"tail":              res.Tail,

@@ -412,3 +412,20 @@ func TestTruncatedBatchIsCorruption(t *testing.T) {
 		t.Fatalf("%v (exit %d), want corruption naming %s", err, exitcode.Of(err), o.Key)
 	}
 }
+
+// TestOpenWriterRefusesCorruptOpenSegment: the writer re-reads the open
+// segment's objects to seal them later; a CRC flip there is refused, so no
+// manifest is ever sealed over unverified bytes.
+func TestOpenWriterRefusesCorruptOpenSegment(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, 41, 100000) // one open segment
+	for i := 0; i < 5; i++ {
+		f.appendRandom(t)
+	}
+	objs := f.objects(t)
+	off := flipProducerEpoch(t, f, objs[len(objs)-1].Key)
+	_, err := stream.OpenWriter(ctx, f.st, f.b.StreamID, f.b.Config)
+	if !errors.Is(err, kafka.ErrCRC) || exitcode.Of(err) != exitcode.Verify || !strings.Contains(err.Error(), "batch at offset "+itoa(off)) {
+		t.Fatalf("open writer over a corrupt open segment: %v", err)
+	}
+}

@@ -429,3 +429,61 @@ func TestOpenWriterRefusesCorruptOpenSegment(t *testing.T) {
 		t.Fatalf("open writer over a corrupt open segment: %v", err)
 	}
 }
+
+// getRecorder records the keys a replay GETs.
+type getRecorder struct {
+	store.Store
+	keys []string
+}
+
+func (g *getRecorder) Get(ctx context.Context, key string, r *store.Range) ([]byte, error) {
+	g.keys = append(g.keys, key)
+	return g.Store.Get(ctx, key, r)
+}
+
+func (g *getRecorder) GetInto(ctx context.Context, key string, buf []byte) ([]byte, error) {
+	g.keys = append(g.keys, key)
+	return store.GetInto(ctx, g.Store, key, buf)
+}
+
+// TestDataLossCheckCost: the check of [trim, anchor) adds one LIST and no
+// GET to a checkpoint-path replay: the data objects read are the anchor
+// object and the tail, as before.
+func TestDataLossCheckCost(t *testing.T) {
+	ctx := context.Background()
+	f, cps := twoCheckpoints(t)
+	f.setTrim(t, cps[0].Anchor+2) // the trim between the two anchors
+	rec := &getRecorder{Store: f.st}
+	ctr := store.NewCounter(rec)
+	b, _ := f.binding(t)
+	res, err := Replay(ctx, ctr, b, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Chosen == nil || res.Chosen.Key != cps[1].Key {
+		t.Fatalf("chose %+v", res.Chosen)
+	}
+	// checkpoints/, objects after the anchor, objects from the trim,
+	// generations after the checkpoint's
+	if n := ctr.Counts()[store.VerbList]; n > 4 {
+		t.Fatalf("%d LIST requests, want at most 4", n)
+	}
+	var got []string
+	for _, k := range rec.keys {
+		if strings.Contains(k, "/objects/") {
+			got = append(got, k)
+		}
+	}
+	objs := f.objects(t)
+	chain, err := stream.Chain(objs, cps[1].Anchor, f.w.Next())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{f.objectAt(t, cps[1].Anchor-1).Key}
+	for _, o := range chain {
+		want = append(want, o.Key)
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("object GETs %v, want the anchor object and the tail %v", got, want)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -101,11 +102,16 @@ func (e *MissingError) Is(target error) bool { return target == ErrMissing }
 // may miss holes below an ambiguity but never reports one that is not.
 func Missing(objs []layout.StreamObject, from, head int64) [][2]int64 {
 	byEnd := map[int64][]layout.StreamObject{}
+	var ends []int64
 	for _, o := range objs {
 		if o.End <= head && o.Base < o.End {
+			if len(byEnd[o.End]) == 0 {
+				ends = append(ends, o.End)
+			}
 			byEnd[o.End] = append(byEnd[o.End], o)
 		}
 	}
+	slices.Sort(ends)
 	var out [][2]int64
 	for at := head; at > from; {
 		switch prev := byEnd[at]; len(prev) {
@@ -116,11 +122,10 @@ func Missing(objs []layout.StreamObject, from, head int64) [][2]int64 {
 		default:
 			return reversed(out)
 		}
+		// The hole reaches down to the highest end below it.
 		lo := from
-		for _, o := range objs {
-			if o.End < at && o.End > lo && o.Base < o.End {
-				lo = o.End
-			}
+		if i, _ := slices.BinarySearch(ends, at); i > 0 {
+			lo = max(lo, ends[i-1])
 		}
 		out = append(out, [2]int64{lo, at})
 		at = lo
@@ -219,9 +224,12 @@ func ScanObject(o layout.StreamObject, data []byte, verifyCRC bool, fn func(Batc
 func scanError(o layout.StreamObject, data []byte, pos int64, err error) error {
 	at := "at byte " + strconv.FormatInt(pos, 10)
 	if rest := data[pos:]; len(rest) >= 8 {
-		// baseOffset leads the batch; it is not covered by the CRC, so
-		// it is only a name for the operator.
-		at = fmt.Sprintf("at offset %d (byte %d)", int64(binary.BigEndian.Uint64(rest)), pos)
+		// baseOffset leads the batch; it is not covered by the CRC, so it
+		// only names the batch for the operator, when it is in the
+		// object's range (a zero-filled rest is not).
+		if off := int64(binary.BigEndian.Uint64(rest)); off >= o.Base && off < o.End {
+			at = fmt.Sprintf("at offset %d (byte %d)", off, pos)
+		}
 	}
 	switch {
 	case errors.Is(err, kafka.ErrCRC):

@@ -76,7 +76,8 @@ type Result struct {
 	digest     string
 	Full       bool
 	// Floor: a full replay that started from the oldest valid checkpoint
-	// because gc collected the objects below it.
+	// because the objects below the first retained one, all under the
+	// durable trim, were removed by gc.
 	Floor bool
 	// Sources maps every sealed segment's COMMITTED generation still in the
 	// state to its manifest digest (the checkpoint's coverage section).

@@ -185,6 +185,7 @@ func replayJSON(res, full *recovery.Result) map[string]any {
 		out["full_state_digest"] = full.Digest()
 		out["full_tail"] = full.Tail
 		out["digests_match"] = full.Digest() == res.Digest()
+		out["full_retention_floor"] = full.Floor
 	}
 	return out
 }
@@ -224,7 +225,12 @@ func renderReplay(w io.Writer, res, full *recovery.Result) error {
 		if full.Digest() != res.Digest() {
 			verdict = "MISMATCH"
 		}
-		fmt.Fprintf(w, "Full replay digest: %s (%s; full replay read %d objects, %d bytes)\n", full.Digest(), verdict, full.Tail.Objects, full.Tail.Bytes)
+		from := ""
+		if full.Floor {
+			// Not from the stream's start: say so next to the verdict.
+			from = fmt.Sprintf(" from the retention floor at anchor %d", full.Chosen.Anchor)
+		}
+		fmt.Fprintf(w, "Full replay digest: %s (%s; full replay read %d objects, %d bytes%s)\n", full.Digest(), verdict, full.Tail.Objects, full.Tail.Bytes, from)
 	}
 	if len(p.Producers) > 0 {
 		fmt.Fprintln(w, "\nProducers:")

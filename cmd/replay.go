@@ -1,14 +1,17 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/state"
+	"github.com/nereusctl/nereusctl/internal/stream"
 )
 
 type replayOptions struct {
@@ -27,9 +30,17 @@ hydrate it, replay the COMMITTED tail to the head, apply the durable trim,
 and report the partition state with its state digest.
 
 The report says which checkpoint was chosen and why every other one was
-skipped. --full ignores checkpoints and replays from the first offset.
---compare runs both and fails with exit 3 unless the state digests match.
-Nothing is written.` + exitStatusHelp("3 with --compare: the checkpoint path and the full replay disagree"),
+skipped. --full ignores checkpoints and replays from the first offset (or,
+when gc removed the objects below the durable trim, from the oldest valid
+checkpoint: the retention floor). --compare runs both and fails with exit 3
+unless the state digests match. Nothing is written.
+
+Every path checks that the objects between the durable trim and the head
+are all there: a missing one is data loss (exit 3, naming the missing
+offsets), never taken for gc. Every batch CRC-32C is verified before the
+batch is applied, and every sealed object's size and CRC-32C against its
+COMMITTED manifest; --verify-crc is accepted for compatibility and changes
+nothing.` + exitStatusHelp("3 missing objects between the trim and the head, a corrupt object or batch (CRC), or with --compare: the checkpoint path and the full replay disagree"),
 		Example: `  nereusctl replay payments-0
   nereusctl replay payments-0 --compare -o json`,
 		Args: exactArgs(1),
@@ -42,7 +53,7 @@ Nothing is written.` + exitStatusHelp("3 with --compare: the checkpoint path and
 	}
 	c.Flags().BoolVar(&o.full, "full", false, "ignore checkpoints: replay from the first offset")
 	c.Flags().BoolVar(&o.compare, "compare", false, "run the checkpoint path and a full replay; exit 3 unless the digests match")
-	c.Flags().BoolVar(&o.verifyCRC, "verify-crc", false, "check every batch CRC in the replayed range (default: headers only)")
+	c.Flags().BoolVar(&o.verifyCRC, "verify-crc", false, "no-op, kept for compatibility: every batch CRC is always verified")
 	return c
 }
 
@@ -56,14 +67,14 @@ func runReplay(cmd *cobra.Command, g *globals, o *replayOptions, arg string) err
 	if err != nil {
 		return err
 	}
-	res, err := recovery.Replay(ctx, st, b, recovery.Options{Full: o.full, VerifyCRC: o.verifyCRC})
+	res, err := recovery.Replay(ctx, st, b, recovery.Options{Full: o.full})
 	if err != nil {
-		return err
+		return replayDataLoss(g, b, err)
 	}
 	var full *recovery.Result
 	if o.compare {
-		if full, err = recovery.Replay(ctx, st, b, recovery.Options{Full: true, VerifyCRC: o.verifyCRC}); err != nil {
-			return fmt.Errorf("full replay: %w", err)
+		if full, err = recovery.Replay(ctx, st, b, recovery.Options{Full: true}); err != nil {
+			return replayDataLoss(g, b, fmt.Errorf("full replay: %w", err))
 		}
 	}
 	if g.json() {
@@ -78,6 +89,34 @@ func runReplay(cmd *cobra.Command, g *globals, o *replayOptions, arg string) err
 		return exitcode.VerifyErr(fmt.Errorf("replay %s: checkpoint path digest %s differs from full replay digest %s", b.Name(), res.Digest(), full.Digest()))
 	}
 	return nil
+}
+
+// dataLossJSON is the data_loss field of replay's JSON: the half-open
+// offset ranges between the durable trim and the head no object holds.
+type dataLossJSON struct {
+	Missing [][2]int64 `json:"missing"`
+}
+
+// replayDataLoss writes, with -o json, the document of a replay that found
+// data loss (the partition, the head's bounds and data_loss; no state), and
+// returns err.
+func replayDataLoss(g *globals, b *layout.Binding, err error) error {
+	var me *stream.MissingError
+	if !g.json() || !errors.As(err, &me) {
+		return err
+	}
+	if werr := writeJSON(g.stdout, map[string]any{
+		"schema_version": SchemaVersion,
+		"topic":          b.Topic,
+		"partition":      b.Partition,
+		"stream_id":      b.StreamID,
+		"trim":           me.Trim,
+		"head":           me.Head,
+		"data_loss":      dataLossJSON{Missing: me.Ranges},
+	}); werr != nil {
+		return werr
+	}
+	return err
 }
 
 type producerJSON struct {
@@ -126,6 +165,7 @@ func replayJSON(res, full *recovery.Result) map[string]any {
 		"stream_id":         res.Binding.StreamID,
 		"full":              res.Full,
 		"retention_floor":   res.Floor,
+		"data_loss":         nil,
 		"checkpoint_anchor": anchor,
 		"checkpoints":       cands,
 		"tail":              res.Tail,
@@ -145,6 +185,7 @@ func replayJSON(res, full *recovery.Result) map[string]any {
 		out["full_state_digest"] = full.Digest()
 		out["full_tail"] = full.Tail
 		out["digests_match"] = full.Digest() == res.Digest()
+		out["full_retention_floor"] = full.Floor
 	}
 	return out
 }
@@ -160,7 +201,7 @@ func renderReplay(w io.Writer, res, full *recovery.Result) error {
 	p := res.State
 	fmt.Fprintf(w, "Partition %s (stream %s)\n", res.Binding.Name(), res.Binding.StreamID)
 	if res.Full && res.Floor {
-		fmt.Fprintf(w, "Checkpoint: %s (anchor %d): the retention floor; gc collected the objects below it, so a full replay starts here\n", res.Chosen.Key, res.Chosen.Anchor)
+		fmt.Fprintf(w, "Checkpoint: %s (anchor %d): the retention floor; the objects below the first retained one (all under the durable trim %d) were removed by gc, so a full replay starts here\n", res.Chosen.Key, res.Chosen.Anchor, res.Head.Trim)
 	} else if res.Full {
 		fmt.Fprintf(w, "Checkpoint: none (full replay requested)\n")
 	} else if res.Chosen == nil {
@@ -184,7 +225,12 @@ func renderReplay(w io.Writer, res, full *recovery.Result) error {
 		if full.Digest() != res.Digest() {
 			verdict = "MISMATCH"
 		}
-		fmt.Fprintf(w, "Full replay digest: %s (%s; full replay read %d objects, %d bytes)\n", full.Digest(), verdict, full.Tail.Objects, full.Tail.Bytes)
+		from := ""
+		if full.Floor {
+			// Not from the stream's start: say so next to the verdict.
+			from = fmt.Sprintf(" from the retention floor at anchor %d", full.Chosen.Anchor)
+		}
+		fmt.Fprintf(w, "Full replay digest: %s (%s; full replay read %d objects, %d bytes%s)\n", full.Digest(), verdict, full.Tail.Objects, full.Tail.Bytes, from)
 	}
 	if len(p.Producers) > 0 {
 		fmt.Fprintln(w, "\nProducers:")

@@ -198,6 +198,12 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 	if rep.Errors > 0 {
 		err := fmt.Errorf("retention run: %d of %d partitions failed", rep.Errors, len(rep.Partitions))
 		for _, r := range rep.Partitions {
+			if r.Err != nil && exitcode.Of(r.Err) == exitcode.Verify {
+				// Missing or corrupt data outranks any other failure.
+				return exitcode.Wrap(exitcode.Verify, fmt.Errorf("%w; %s-%d: %w", err, r.Topic, r.Partition, r.Err), exitcode.HintOf(r.Err))
+			}
+		}
+		for _, r := range rep.Partitions {
 			if r.Error == retention.ErrNotConfirmed {
 				return exitcode.Wrap(exitcode.Usage, err, "a partition not confirmed in the first pass would lose every record; rerun, or pass --yes")
 			}

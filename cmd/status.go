@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,7 +27,10 @@ the checkpoint anchor and its age, the compacted coverage state and whether
 the partition's coordinator is blocked by quarantined coverage.
 
 The LSO comes from a restart replay: the newest valid checkpoint plus the
-tail after it, so the cost per partition is a few requests plus the tail.` + exitStatusHelp("4 is returned when any listed partition is blocked"),
+tail after it, so the cost per partition is a few requests plus the tail.
+The objects between the durable trim and the head are checked from the
+listing: any offset no object holds is data loss, shown in the DATA LOSS
+column (data_loss in JSON) with the partition's row still printed.` + exitStatusHelp("3 when any listed partition has missing objects between its trim and head, or corrupt data", "4 when any listed partition is blocked (and none has data loss)"),
 		Example: `  nereusctl status
   nereusctl status orders-0 -o json
   nereusctl status --map`,
@@ -74,10 +78,10 @@ func renderStatus(g *globals, rows []status.Partition) error {
 	out := make([][]string, 0, len(rows))
 	for _, r := range rows {
 		if r.Error != "" {
-			out = append(out, []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), r.StreamID, "-", "-", "-", "-", "-", "-", "-", "error: " + r.Error})
+			out = append(out, []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), r.StreamID, "-", "-", "-", "-", "-", "-", "-", "-", "error: " + r.Error})
 			continue
 		}
-		anchor, age := "-", "-"
+		anchor, age, lso, tail := "-", "-", fmt.Sprint(r.LSO), fmt.Sprint(r.TailObjects)
 		if r.CheckpointAnchor != nil {
 			anchor = fmt.Sprint(*r.CheckpointAnchor)
 		}
@@ -88,21 +92,42 @@ func renderStatus(g *globals, rows []status.Partition) error {
 		if r.Blocked {
 			blocked = "BLOCKED"
 		}
-		out = append(out, []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), r.StreamID, fmt.Sprint(r.LogStart), fmt.Sprint(r.Head), fmt.Sprint(r.LSO), anchor, age, fmt.Sprint(r.TailObjects), r.Coverage, blocked})
+		loss := "-"
+		if r.DataLoss != nil {
+			parts := make([]string, len(r.DataLoss.Missing))
+			for i, m := range r.DataLoss.Missing {
+				parts[i] = fmt.Sprintf("[%d, %d)", m[0], m[1])
+			}
+			loss = "missing " + strings.Join(parts, " ")
+			lso, tail = "-", "-"
+		}
+		out = append(out, []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), r.StreamID, fmt.Sprint(r.LogStart), fmt.Sprint(r.Head), lso, anchor, age, tail, r.Coverage, blocked, loss})
 	}
-	return writeTable(g.stdout, []string{"PARTITION", "STREAM", "LOG START", "HEAD", "LSO", "CHECKPOINT", "AGE", "TAIL OBJS", "COVERAGE", "BLOCKED"}, out)
+	return writeTable(g.stdout, []string{"PARTITION", "STREAM", "LOG START", "HEAD", "LSO", "CHECKPOINT", "AGE", "TAIL OBJS", "COVERAGE", "BLOCKED", "DATA LOSS"}, out)
 }
 
 func statusExit(rows []status.Partition) error {
-	var blocked, failed []string
+	var blocked, failed, lost []string
 	for _, r := range rows {
 		name := fmt.Sprintf("%s-%d", r.Topic, r.Partition)
+		switch {
+		case r.DataLoss != nil:
+			lost = append(lost, name+": "+r.DataLossError().Error())
+		case r.Err != nil && exitcode.Of(r.Err) == exitcode.Verify:
+			lost = append(lost, name+": "+r.Error)
+		}
 		if r.Blocked {
 			blocked = append(blocked, name)
 		}
 		if r.Error != "" {
 			failed = append(failed, name)
 		}
+	}
+	// Data loss and corruption come first: they are the answer an
+	// operator must not miss among blocked or unreadable partitions.
+	if len(lost) > 0 {
+		return exitcode.Wrap(exitcode.Verify, fmt.Errorf("status: %d partition(s) have missing or corrupt data: %s", len(lost), strings.Join(lost, "; ")),
+			"restore the missing or damaged objects from a replica: see docs/runbooks/restore-from-replica.md")
 	}
 	if len(blocked) > 0 {
 		return exitcode.BlockedErr(fmt.Errorf("status: %d partition(s) blocked by quarantined compacted coverage: %v", len(blocked), blocked),

@@ -63,8 +63,12 @@ func checkpointOf(ctx context.Context, st store.Store, b *layout.Binding, res *R
 				return nil, err
 			}
 			last := chain[len(chain)-1]
-			data, err := st.Get(ctx, last.Key, nil)
+			data, err := stream.ReadObject(ctx, st, last)
 			if err != nil {
+				return nil, fmt.Errorf("read anchor object %s: %w", last.Key, err)
+			}
+			// Its digest goes into the checkpoint: only verified bytes.
+			if err := stream.ScanObject(last, data, true, func(stream.Batch) error { return nil }); err != nil {
 				return nil, fmt.Errorf("read anchor object %s: %w", last.Key, err)
 			}
 			a.ObjectKey, a.ObjectSHA256 = last.Key, store.SHA256Of(data)

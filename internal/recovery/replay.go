@@ -16,6 +16,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/nkc1"
@@ -75,7 +76,8 @@ type Result struct {
 	digest     string
 	Full       bool
 	// Floor: a full replay that started from the oldest valid checkpoint
-	// because gc collected the objects below it.
+	// because the objects below the first retained one, all under the
+	// durable trim, were removed by gc.
 	Floor bool
 	// Sources maps every sealed segment's COMMITTED generation still in the
 	// state to its manifest digest (the checkpoint's coverage section).
@@ -93,15 +95,25 @@ type Result struct {
 type Options struct {
 	// Full ignores every checkpoint and replays from the first offset.
 	Full bool
-	// VerifyCRC checks every batch CRC in the tail (slower; the header-only
-	// path is the default, as a broker trusts its own durable objects).
+	// VerifyCRC is kept for compatibility and ignored: every batch CRC-32C
+	// a replay applies is checked, always (and every sealed object's size
+	// and CRC-32C against its COMMITTED manifest).
 	VerifyCRC bool
 	// MaxAnchor, when > 0, only considers checkpoints anchored at or below
 	// it (benchmarks of tail length; forensics).
 	MaxAnchor int64
 }
 
+// HintDataLoss is the operator hint attached to a data-loss error.
+const HintDataLoss = "the stream has lost committed data: restore the missing objects from a replica (docs/runbooks/restore-from-replica.md); do not trim, compact or gc this partition until then"
+
 // Replay runs the seven steps of docs/design.md §6 for one binding.
+//
+// Data loss is never mistaken for gc: objects below the durable trim may be
+// gone, but every offset in [trim, head) must be held by the chain of
+// objects to the head, whichever path the replay takes (a checkpoint hides
+// the objects below its anchor, so they are checked from the listing). A
+// hole is a *stream.MissingError (exit 3) naming the missing ranges.
 func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options) (*Result, error) {
 	if err := b.CheckNotBlocked(); err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
@@ -140,36 +152,45 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 		}
 		hydrate(cands, chosen, cp)
 	}
-	var first int64
-	collected := false
+	// No hole between the durable trim and the head, on every path.
+	if err := checkRetained(lister, b, h, part); err != nil {
+		return nil, err
+	}
 	if part == nil {
 		all, err := lister.All()
 		if err != nil {
 			return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
 		}
-		first = stream.FirstOffset(all, h.Head)
-		collected = first > h.Start
-	}
-	if opt.Full && collected {
-		// gc collected the objects below the first retained one: what
-		// they held lives on only in checkpoints, as a broker keeps it in
-		// producer snapshots. A full replay starts from the oldest valid
-		// checkpoint, the retention floor.
-		cands, chosen, cp, err := choose(ctx, st, b, h, lister, false, 0)
-		if err != nil {
-			return nil, err
-		}
-		hydrate(cands, chosen, cp)
-		res.Floor = res.Chosen != nil
-	}
-	if part == nil {
-		if collected {
-			return nil, fmt.Errorf("replay %s: %w: objects below offset %d were collected (the stream started at %d) and no valid checkpoint covers them", b.Name(), stream.ErrMissing, first, h.Start)
-		}
+		first := stream.FirstOffset(all, h.Head)
 		if first > h.Trim {
-			return nil, fmt.Errorf("replay %s: %w: the stream's objects start at %d, above the durable trim %d", b.Name(), stream.ErrMissing, first, h.Trim)
+			// Not a hole (checkRetained saw none): two objects end at the
+			// same offset. Chain names the ambiguity.
+			if _, err := stream.Chain(all, h.Trim, h.Head); err != nil {
+				return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
+			}
+			return nil, fmt.Errorf("replay %s: %w: the chain of objects to the head starts at %d, above the durable trim %d", b.Name(), stream.ErrMissing, first, h.Trim)
 		}
-		part = state.New(first)
+		if first > h.Start {
+			// The objects below the first retained one, all under the
+			// durable trim, are gone (gc): what they held lives on only in
+			// checkpoints, as a broker keeps it in producer snapshots. A
+			// full replay starts from the oldest valid checkpoint, the
+			// retention floor, and replays every object from its anchor.
+			if opt.Full {
+				cands, chosen, cp, err := choose(ctx, st, b, h, lister, false, 0)
+				if err != nil {
+					return nil, err
+				}
+				hydrate(cands, chosen, cp)
+				res.Floor = res.Chosen != nil
+			}
+			if part == nil {
+				return nil, exitcode.Wrap(exitcode.Verify, fmt.Errorf("replay %s: %w: the objects for offsets [%d, %d), below the durable trim %d, are missing and no valid checkpoint holds the state they carried", b.Name(), stream.ErrMissing, h.Start, first, h.Trim),
+					"restore a checkpoint anchored at or above the trim, or the missing objects, from a replica (docs/runbooks/restore-from-replica.md)")
+			}
+		} else {
+			part = state.New(first)
+		}
 	}
 
 	// 5. Replay the COMMITTED tail to the head.
@@ -177,7 +198,7 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 	if err != nil {
 		return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
 	}
-	if err := replayTail(ctx, st, b.StreamID, part, objs, h.Head, lastGen, opt.VerifyCRC, &res.Tail, res.Sources); err != nil {
+	if err := replayTail(ctx, st, b.StreamID, part, objs, h.Head, lastGen, &res.Tail, res.Sources); err != nil {
 		return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
 	}
 	if res.Tail.headObject != "" {
@@ -201,6 +222,66 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 	// The state digest is computed when asked for (replay, compare,
 	// checkpoint create): status, trims and compaction do not need it.
 	return res, nil
+}
+
+// checkRetained fails with a *stream.MissingError when an offset in
+// [trim, head) is held by no object of the chain to the head. With a
+// checkpoint hydrated it lists the objects from the highest object base at
+// or below the trim that the checkpoint's state knows (a segment base or an
+// offset-index entry: both are objects of the chain), so the listing covers
+// the object holding the trim without listing what lies below; only a hole
+// found that way is confirmed against the whole listing.
+func checkRetained(lister *Objects, b *layout.Binding, h *layout.Head, part *state.Partition) error {
+	if h.Trim >= h.Head {
+		return nil
+	}
+	var objs []layout.StreamObject
+	var err error
+	from := int64(-1)
+	if part != nil {
+		from = listFloor(part, h.Trim)
+	}
+	if from > 0 {
+		objs, err = lister.From(from)
+	} else {
+		objs, err = lister.All()
+	}
+	if err != nil {
+		return fmt.Errorf("replay %s: %w", b.Name(), err)
+	}
+	missing := stream.Missing(objs, h.Trim, h.Head)
+	if len(missing) > 0 && from > 0 {
+		if objs, err = lister.All(); err != nil {
+			return fmt.Errorf("replay %s: %w", b.Name(), err)
+		}
+		missing = stream.Missing(objs, h.Trim, h.Head)
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return exitcode.Wrap(exitcode.Verify, fmt.Errorf("replay %s: %w", b.Name(), &stream.MissingError{Ranges: missing, Trim: h.Trim, Head: h.Head}), HintDataLoss)
+}
+
+// listFloor returns the highest offset at or below trim where an object of
+// the chain starts, as far as the hydrated state knows (segment bases,
+// offset-index object bases, the anchor); -1 when it knows none.
+func listFloor(part *state.Partition, trim int64) int64 {
+	best := int64(-1)
+	for _, sg := range part.Segments {
+		if sg.Base <= trim {
+			best = max(best, sg.Base)
+		}
+		for _, x := range sg.OffsetIndex {
+			if x.ObjectBase <= trim {
+				best = max(best, x.ObjectBase)
+			}
+		}
+	}
+	if part.NextOffset <= trim {
+		// The anchor is an object boundary too.
+		best = max(best, part.NextOffset)
+	}
+	return best
 }
 
 // Digest is the state digest of the replayed state (computed once, on
@@ -369,10 +450,13 @@ func checkAnchorObject(ctx context.Context, st store.Store, a nkc1.Anchor, liste
 }
 
 // replayTail applies every batch of the chain [part.NextOffset, head) and
-// seals segments where COMMITTED generations newer than lastGen end.
-func replayTail(ctx context.Context, st store.Store, sid string, part *state.Partition, objs []layout.StreamObject, head, lastGen int64, verifyCRC bool, ts *TailStats, sources map[int64]string) error {
+// seals segments where COMMITTED generations newer than lastGen end. Only
+// verified bytes are applied: every batch's CRC-32C is checked before the
+// batch reaches the state, and an object a COMMITTED manifest lists must
+// have the manifest's size and CRC-32C.
+func replayTail(ctx context.Context, st store.Store, sid string, part *state.Partition, objs []layout.StreamObject, head, lastGen int64, ts *TailStats, sources map[int64]string) error {
 	ts.From, ts.To = part.NextOffset, head
-	seals, digests, err := sealsAfter(ctx, st, sid, lastGen)
+	seals, digests, sealed, err := sealsAfter(ctx, st, sid, lastGen)
 	if err != nil {
 		return err
 	}
@@ -408,17 +492,29 @@ func replayTail(ctx context.Context, st store.Store, sid string, part *state.Par
 		if cap(data) <= 64<<20 {
 			buf = data[:0]
 		}
+		ref, isSealed := sealed[o.Key]
+		if isSealed && int64(len(data)) != ref.Size {
+			return fmt.Errorf("object %s: %w: %d bytes, its COMMITTED manifest (generation %d) says %d", o.Key, kafka.ErrCorrupt, len(data), ref.gen, ref.Size)
+		}
 		if o.End == head {
 			ts.headObject, ts.headSHA = o.Key, store.SHA256Of(data)
 		}
 		ts.Objects++
 		ts.Bytes += int64(len(data))
-		err = stream.ScanObject(o, data, verifyCRC, func(bt stream.Batch) error {
+		err = stream.ScanObject(o, data, true, func(bt stream.Batch) error {
 			ts.Batches++
 			return ApplyBatch(part, bt)
 		})
 		if err != nil {
 			return err
+		}
+		// The batch CRCs cover all but each batch's offset, length,
+		// leader epoch, magic and CRC fields; the manifest's CRC-32C covers
+		// every byte.
+		if isSealed {
+			if got := stream.CRC32C(data); got != ref.CRC32C {
+				return fmt.Errorf("object %s: %w: crc32c %08x, its COMMITTED manifest (generation %d) says %08x", o.Key, kafka.ErrCorrupt, got, ref.gen, ref.CRC32C)
+			}
 		}
 		if gen, ok := seals[o.End]; ok {
 			if err := part.Seal(gen, o.End); err != nil {
@@ -436,9 +532,16 @@ func replayTail(ctx context.Context, st store.Store, sid string, part *state.Par
 	return nil
 }
 
+// sealedRef is an object as a COMMITTED manifest lists it.
+type sealedRef struct {
+	layout.ObjectRef
+	gen int64
+}
+
 // sealsAfter maps the end offset of every COMMITTED generation newer than
-// lastGen to its number.
-func sealsAfter(ctx context.Context, st store.Store, sid string, lastGen int64) (map[int64]int64, map[int64]string, error) {
+// lastGen to its number (and the number to its manifest digest), and every
+// object those generations list to its manifest entry.
+func sealsAfter(ctx context.Context, st store.Store, sid string, lastGen int64) (map[int64]int64, map[int64]string, map[string]sealedRef, error) {
 	// Only the generations after lastGen: a listing that starts there.
 	after := ""
 	if lastGen >= 0 {
@@ -446,27 +549,30 @@ func sealsAfter(ctx context.Context, st store.Store, sid string, lastGen int64) 
 	}
 	infos, err := st.ListAfter(ctx, layout.GenerationsPrefix(sid), after)
 	if err != nil {
-		return nil, nil, fmt.Errorf("list generations: %w", err)
+		return nil, nil, nil, fmt.Errorf("list generations: %w", err)
 	}
-	out, digests := map[int64]int64{}, map[int64]string{}
+	out, digests, sealed := map[int64]int64{}, map[int64]string{}, map[string]sealedRef{}
 	for _, in := range infos {
 		n, err := layout.ParseGenerationKey(in.Key)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if n <= lastGen {
 			continue
 		}
 		g, sum, err := layout.LoadGeneration(ctx, st, sid, n)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if g.Kind == layout.KindCommitted {
 			out[g.End] = g.Gen
 			digests[g.Gen] = sum
+			for _, ob := range g.Objects {
+				sealed[ob.Key] = sealedRef{ob, g.Gen}
+			}
 		}
 	}
-	return out, digests, nil
+	return out, digests, sealed, nil
 }
 
 // ApplyBatch feeds one stored batch to the state, decoding the marker of a

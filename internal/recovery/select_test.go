@@ -7,6 +7,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/nkc1"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/stream"
 )
 
 // twoCheckpoints builds a stream with checkpoints at two anchors and a tail.
@@ -123,6 +124,11 @@ func TestSelectSkipsDivergentAnchor(t *testing.T) {
 	if _, err := f.st.Put(ctx, cp.Anchor.ObjectKey, data, store.None()); err != nil {
 		t.Fatal(err)
 	}
+	// That history sealed the object with its own bytes: the manifest
+	// agrees with them (else the object is corrupt, not divergent).
+	f.resealObject(t, cp.Anchor.ObjectKey, func(r *layout.ObjectRef) {
+		r.Size, r.ETag, r.CRC32C, r.SHA256 = int64(len(data)), store.ETagOf(data), stream.CRC32C(data), store.SHA256Of(data)
+	})
 	b, _ := f.binding(t)
 	res, err := Replay(ctx, f.st, b, Options{})
 	if err != nil {

@@ -79,7 +79,11 @@ func Trim(ctx context.Context, st store.Store, b *layout.Binding, bindingETag st
 	// 1. The pre-trim checkpoint: the state below the new trim survives in
 	// it after gc. An existing valid checkpoint anchored at or above the
 	// target already holds that state: no second checkpoint on a retry.
-	if res == nil || res.Head.Head != h.Head {
+	// A replay of another head (an append, or another trim, since) is
+	// redone: the trim is only ever planned on a replay that found every
+	// object between the trim and the head, so it never moves over a hole
+	// (which would make lost data look like gc's).
+	if res == nil || res.Head != *h {
 		if res, err = recovery.Replay(ctx, st, b, recovery.Options{}); err != nil {
 			return nil, fmt.Errorf("trim %s: pre-trim replay: %w", name, err)
 		}

@@ -6,6 +6,7 @@ package status
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/stream"
 )
 
 // Partition is one status row.
@@ -34,9 +36,30 @@ type Partition struct {
 	Producers        int    `json:"producers"`
 	OpenTxns         int    `json:"open_transactions"`
 	Error            string `json:"error,omitempty"`
+	// DataLoss names the offsets between the durable trim and the head
+	// that no object of the stream holds; nil when none are missing.
+	DataLoss *DataLoss `json:"data_loss"`
 	// Anchors are every checkpoint\'s anchor (valid or not), for the map.
 	Anchors []int64         `json:"checkpoint_anchors"`
 	Binding *layout.Binding `json:"-"`
+	// Err is the replay's error behind Error or DataLoss, for the exit
+	// status.
+	Err error `json:"-"`
+}
+
+// DataLoss is the data_loss field of a status row.
+type DataLoss struct {
+	// Missing are half-open offset ranges [from, to).
+	Missing [][2]int64 `json:"missing"`
+}
+
+// DataLossError returns the row's data loss as the error replay reported,
+// nil when nothing is missing.
+func (p *Partition) DataLossError() *stream.MissingError {
+	if p.DataLoss == nil {
+		return nil
+	}
+	return &stream.MissingError{Ranges: p.DataLoss.Missing, Trim: p.LogStart, Head: p.Head}
 }
 
 // Collect builds the status of each named partition (all when tps is nil).
@@ -76,7 +99,17 @@ func Collect(ctx context.Context, st store.Store, tps []layout.TopicPartition, n
 		}
 		res, err := recovery.Replay(ctx, st, b, recovery.Options{})
 		if err != nil {
-			row.Error = err.Error()
+			row.Err = err
+			var me *stream.MissingError
+			if errors.As(err, &me) {
+				// Data loss: the row is still printed, with the head's
+				// bounds and the missing ranges; there is no state to show.
+				row.DataLoss = &DataLoss{Missing: me.Ranges}
+				row.LogStart, row.Head, row.LSO = me.Trim, me.Head, -1
+				row.Anchors = []int64{}
+			} else {
+				row.Error = err.Error()
+			}
 			out = append(out, row)
 			continue
 		}
@@ -106,7 +139,8 @@ func Collect(ctx context.Context, st store.Store, tps []layout.TopicPartition, n
 // Map draws each partition's offset line, scaled to width columns, in plain
 // ASCII: '.' below the log start (unreadable), '=' retained COMMITTED data,
 // '#' compacted coverage, 'X' quarantined coverage, '|' a checkpoint anchor,
-// 'L' the LSO when an open transaction holds it below the HW, ']' the head.
+// 'L' the LSO when an open transaction holds it below the HW, '!' offsets
+// whose objects are missing (data loss), ']' the head.
 func Map(rows []Partition, width int) []string {
 	nameW := 0
 	var maxHead int64 = 1
@@ -145,12 +179,19 @@ func Map(rows []Partition, width int) []string {
 		for _, a := range r.Anchors {
 			bar[col(a)] = '|'
 		}
+		if r.DataLoss != nil {
+			for _, m := range r.DataLoss.Missing {
+				for c := col(m[0]); c <= col(max(m[0], m[1]-1)); c++ {
+					bar[c] = '!'
+				}
+			}
+		}
 		if r.LSO >= 0 && r.LSO < r.Head {
 			bar[col(r.LSO)] = 'L'
 		}
 		bar[col(r.Head)] = ']'
 		out = append(out, fmt.Sprintf("%-*s  %s  %d..%d", nameW, name, bar, r.LogStart, r.Head))
 	}
-	out = append(out, "legend: . below log start  = COMMITTED  # compacted view  X quarantined  | checkpoint  L LSO  ] head")
+	out = append(out, "legend: . below log start  = COMMITTED  # compacted view  X quarantined  | checkpoint  L LSO  ! missing  ] head")
 	return out
 }

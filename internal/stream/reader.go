@@ -2,9 +2,13 @@ package stream
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
@@ -66,6 +70,76 @@ func Chain(objs []layout.StreamObject, from, head int64) ([]layout.StreamObject,
 	return nil, fmt.Errorf("%w: more than one chain of objects covers [%d, %d); leftover objects of a failed append must be removed by gc", ErrAmbiguous, from, head)
 }
 
+// MissingError reports data loss: offsets between the durable trim and the
+// head that no object of the stream's chain holds. errors.Is(err,
+// ErrMissing) is true for it.
+type MissingError struct {
+	// Ranges are the missing offsets, half-open [from, to), in order.
+	Ranges     [][2]int64
+	Trim, Head int64
+}
+
+func (e *MissingError) Error() string {
+	var b strings.Builder
+	for i, r := range e.Ranges {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "[%d, %d)", r[0], r[1])
+	}
+	return fmt.Sprintf("missing objects for offsets %s between the durable trim %d and the head %d", b.String(), e.Trim, e.Head)
+}
+
+// Is makes a MissingError count as ErrMissing.
+func (e *MissingError) Is(target error) bool { return target == ErrMissing }
+
+// Missing returns the ranges of [from, head) that the stream's objects do
+// not reach: walking back from the head object by object (each object must
+// end where the next one starts), every offset where nothing ends opens a
+// hole that reaches down to the highest end of an object below it (or to
+// from). Objects beyond the head are ignored. Where two objects end at the
+// same offset the walk stops (Chain reports the ambiguity), so the result
+// may miss holes below an ambiguity but never reports one that is not.
+func Missing(objs []layout.StreamObject, from, head int64) [][2]int64 {
+	byEnd := map[int64][]layout.StreamObject{}
+	var ends []int64
+	for _, o := range objs {
+		if o.End <= head && o.Base < o.End {
+			if len(byEnd[o.End]) == 0 {
+				ends = append(ends, o.End)
+			}
+			byEnd[o.End] = append(byEnd[o.End], o)
+		}
+	}
+	slices.Sort(ends)
+	var out [][2]int64
+	for at := head; at > from; {
+		switch prev := byEnd[at]; len(prev) {
+		case 1:
+			at = prev[0].Base
+			continue
+		case 0:
+		default:
+			return reversed(out)
+		}
+		// The hole reaches down to the highest end below it.
+		lo := from
+		if i, _ := slices.BinarySearch(ends, at); i > 0 {
+			lo = max(lo, ends[i-1])
+		}
+		out = append(out, [2]int64{lo, at})
+		at = lo
+	}
+	return reversed(out)
+}
+
+func reversed(rs [][2]int64) [][2]int64 {
+	for i, j := 0, len(rs)-1; i < j; i, j = i+1, j-1 {
+		rs[i], rs[j] = rs[j], rs[i]
+	}
+	return rs
+}
+
 // FirstOffset returns the lowest offset from which the objects reach head
 // back to back (the first retained offset of the stream), walking back from
 // the head; head when nothing ends there. Where two objects end at the same
@@ -112,7 +186,12 @@ func ReadObjectInto(ctx context.Context, st store.Store, o layout.StreamObject, 
 }
 
 // ScanObject calls fn for every batch of an object's bytes, checking the
-// batches against the object's key range.
+// batches against the object's key range. With verifyCRC every batch's
+// CRC-32C is checked before fn sees it. Inside a stored object every
+// failure is corruption (kafka.ErrCorrupt): a batch that runs past the end
+// of the object or a zero-filled rest are a damaged length or a torn
+// object, not a torn write a reader may cut off as a broker's log recovery
+// does for its own last segment.
 func ScanObject(o layout.StreamObject, data []byte, verifyCRC bool, fn func(Batch) error) error {
 	var sc *kafka.Scanner
 	if verifyCRC {
@@ -132,10 +211,33 @@ func ScanObject(o layout.StreamObject, data []byte, verifyCRC bool, fn func(Batc
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return fmt.Errorf("scan %s: %w", o.Key, err)
+		return scanError(o, data, sc.Pos(), err)
 	}
 	if next != o.End {
 		return fmt.Errorf("scan %s: %w: batches end at %d, the key says %d", o.Key, kafka.ErrCorrupt, next, o.End)
 	}
 	return nil
+}
+
+// scanError names the object, the batch and what is wrong with it; the
+// result is always kafka.ErrCorrupt.
+func scanError(o layout.StreamObject, data []byte, pos int64, err error) error {
+	at := "at byte " + strconv.FormatInt(pos, 10)
+	if rest := data[pos:]; len(rest) >= 8 {
+		// baseOffset leads the batch; it is not covered by the CRC, so it
+		// only names the batch for the operator, when it is in the
+		// object's range (a zero-filled rest is not).
+		if off := int64(binary.BigEndian.Uint64(rest)); off >= o.Base && off < o.End {
+			at = fmt.Sprintf("at offset %d (byte %d)", off, pos)
+		}
+	}
+	switch {
+	case errors.Is(err, kafka.ErrCRC):
+		return fmt.Errorf("object %s: batch %s: batch CRC mismatch: %w", o.Key, at, err)
+	case errors.Is(err, kafka.ErrCorrupt):
+		return fmt.Errorf("object %s: batch %s: %w", o.Key, at, err)
+	}
+	// ErrTruncated or ErrZeroTail: acceptable at the end of a broker's
+	// segment file, never inside an object the stream committed.
+	return fmt.Errorf("object %s: batch %s does not fit in the object's %d bytes (a damaged batch length or a torn object): %w: %w", o.Key, at, len(data), kafka.ErrCorrupt, err)
 }

@@ -98,13 +98,15 @@ func OpenWriter(ctx context.Context, st store.Store, sid string, cfg layout.Topi
 		return nil, fmt.Errorf("open writer for stream %s: %w", sid, err)
 	}
 	for _, o := range chain {
-		data, err := st.Get(ctx, o.Key, nil)
+		// These bytes go into the manifest the next roll seals: read them
+		// like a replay does (size against the listing, every batch CRC).
+		data, err := ReadObject(ctx, st, o)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("open writer for stream %s: %w", sid, err)
 		}
-		ref, maxTs, firstTs, err := describeObject(o.Key, data)
+		ref, maxTs, firstTs, err := describeObject(o, data)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("open writer for stream %s: %w", sid, err)
 		}
 		if w.segFirst < 0 {
 			w.segFirst = firstTs
@@ -119,25 +121,21 @@ func OpenWriter(ctx context.Context, st store.Store, sid string, cfg layout.Topi
 // Next is the offset the next batch must start at (or above, for gaps).
 func (w *Writer) Next() int64 { return w.head.Head }
 
-// describeObject scans an object and returns its reference and timestamps.
-func describeObject(key string, data []byte) (layout.ObjectRef, int64, int64, error) {
-	base, end, err := layout.ParseObjectKey(key)
+// describeObject scans an object (every batch CRC checked) and returns its
+// reference and timestamps.
+func describeObject(o layout.StreamObject, data []byte) (layout.ObjectRef, int64, int64, error) {
+	maxTs, firstTs := int64(-1), int64(-1)
+	err := ScanObject(o, data, true, func(b Batch) error {
+		if firstTs < 0 {
+			firstTs = b.Header.MaxTimestamp
+		}
+		maxTs = max(maxTs, b.Header.MaxTimestamp)
+		return nil
+	})
 	if err != nil {
 		return layout.ObjectRef{}, 0, 0, err
 	}
-	maxTs, firstTs := int64(-1), int64(-1)
-	sc := kafka.NewScanner(data)
-	for sc.Next() {
-		h := sc.Header()
-		if firstTs < 0 {
-			firstTs = h.MaxTimestamp
-		}
-		maxTs = max(maxTs, h.MaxTimestamp)
-	}
-	if err := sc.Err(); err != nil {
-		return layout.ObjectRef{}, 0, 0, fmt.Errorf("scan %s: %w", key, err)
-	}
-	return layout.ObjectRef{Key: key, Base: base, End: end, Size: int64(len(data)), ETag: store.ETagOf(data), CRC32C: CRC32C(data), SHA256: store.SHA256Of(data)}, maxTs, firstTs, nil
+	return layout.ObjectRef{Key: o.Key, Base: o.Base, End: o.End, Size: int64(len(data)), ETag: store.ETagOf(data), CRC32C: CRC32C(data), SHA256: store.SHA256Of(data)}, maxTs, firstTs, nil
 }
 
 // Append writes batches (already carrying their final offsets, starting at

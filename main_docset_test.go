@@ -100,6 +100,11 @@ func docSet(key string, data []byte, assigns []string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The document digest is layout.Encode's to write: drop the stored one
+	// (it no longer matches the edit) before decoding into the typed struct.
+	if m, ok := doc.(map[string]any); ok {
+		delete(m, "digest")
+	}
 	raw, err := json.Marshal(doc)
 	if err != nil {
 		return nil, err

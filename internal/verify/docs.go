@@ -33,7 +33,26 @@ func readDoc(ctx context.Context, st store.Store, key string) ([]byte, error) {
 	return data, err
 }
 
-func malformed(err error) error { return fmt.Errorf("%w: %w", ErrMalformed, err) }
+// malformed marks err as ErrMalformed. A document layout already calls
+// corrupt keeps layout's message (it names the key and the field); a
+// legacy document (no digest) is not malformed: its error says to run
+// store upgrade, and stays as it is.
+func malformed(err error) error {
+	switch {
+	case errors.Is(err, layout.ErrLegacyDocument):
+		return err
+	case errors.Is(err, layout.ErrCorruptDocument):
+		return malformedError{err}
+	}
+	return fmt.Errorf("%w: %w", ErrMalformed, err)
+}
+
+// malformedError is ErrMalformed with the message of the error it wraps.
+type malformedError struct{ err error }
+
+func (e malformedError) Error() string        { return e.err.Error() }
+func (e malformedError) Unwrap() error        { return e.err }
+func (e malformedError) Is(target error) bool { return target == ErrMalformed }
 
 // LoadBinding reads a binding like layout.LoadBinding, marking bytes that do
 // not decode (or name another partition) as ErrMalformed.

@@ -79,7 +79,9 @@ func Collect(ctx context.Context, st store.Store, tps []layout.TopicPartition, n
 		row := Partition{Topic: tp.Topic, Partition: tp.Partition}
 		b, _, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
 		if err != nil {
-			row.Error = err.Error()
+			// A corrupt binding is corruption (exit 3), not an unreadable
+			// partition: Err carries the type for the exit code.
+			row.Error, row.Err = err.Error(), err
 			out = append(out, row)
 			continue
 		}
@@ -91,7 +93,10 @@ func Collect(ctx context.Context, st store.Store, tps []layout.TopicPartition, n
 		row.CleanupPolicy = b.Config.CleanupPolicy
 		if row.Blocked {
 			// No replay of a blocked partition: show the head's bounds.
-			if h, _, err := layout.LoadHead(ctx, st, b.StreamID); err == nil {
+			h, _, err := layout.LoadHead(ctx, st, b.StreamID)
+			if err != nil {
+				row.Error, row.Err = fmt.Sprintf("read head: %v", err), err
+			} else {
 				row.LogStart, row.Head, row.LSO = h.Trim, h.Head, -1
 			}
 			out = append(out, row)

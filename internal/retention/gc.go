@@ -22,6 +22,7 @@ const (
 	GarbageOffChain   = "off-chain"        // leftovers below the head that no chain uses
 	GarbageCheckpoint = "stale-checkpoint" // checkpoints anchored below the trim that nothing refers to
 	GarbageTask       = "task"             // workflow state under tasks/ older than the grace period
+	GarbageTempFile   = "temp-file"        // file:// temp files (.nereus-tmp-*) a killed writer left, older than the grace period
 	GarbageCompacted  = "superseded-view"  // compacted generations a newer set replaced, and NTC2 objects nothing references
 )
 
@@ -122,6 +123,24 @@ func GC(ctx context.Context, st store.Store, tps []layout.TopicPartition, o GCOp
 	}
 	if err := rep.apply(ctx, st, items, o.DryRun); err != nil {
 		rep.Errors = append(rep.Errors, err.Error())
+	}
+	// Temp files a killed writer left on file:// (never an object: their
+	// names cannot be keys), after the same grace; RemoveStaleTemps never
+	// removes one younger than a minute.
+	tmp, err := store.RemoveStaleTemps(ctx, st, o.Now, o.Grace, o.DryRun)
+	if err != nil {
+		rep.Errors = append(rep.Errors, fmt.Sprintf("gc: temp files: %v", err))
+	}
+	if tmp != nil {
+		for _, f := range tmp.Files {
+			rep.Items = append(rep.Items, GCItem{Key: f.Path, Size: f.Size, Category: GarbageTempFile})
+			t := rep.Totals[GarbageTempFile]
+			t.Objects++
+			t.Bytes += f.Size
+			rep.Totals[GarbageTempFile] = t
+			rep.Objects++
+			rep.Bytes += f.Size
+		}
 	}
 	return rep, nil
 }

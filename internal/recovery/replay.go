@@ -123,6 +123,12 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 	if err != nil {
 		return nil, fmt.Errorf("replay %s: read head: %w", b.Name(), err)
 	}
+	// The binding and the head must agree (observed log start <= trim <=
+	// head, coverage within the stream, the checkpoint reference at or
+	// below the head) before anything is derived from them.
+	if err := layout.CheckInvariants(b, h); err != nil {
+		return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
+	}
 	lister := NewObjects(ctx, st, b.StreamID)
 	res := &Result{Binding: b, Head: *h, Full: opt.Full}
 

@@ -2,6 +2,7 @@ package recovery
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/nereusctl/nereusctl/internal/layout"
@@ -95,6 +96,19 @@ func TestSelectSkipsCheckpointLeadingHead(t *testing.T) {
 	}
 	h.Version++
 	if _, err := layout.Replace(ctx, f.st, layout.HeadKey(f.b.StreamID), h, etag); err != nil {
+		t.Fatal(err)
+	}
+	// A binding that refers to the leading checkpoint contradicts the head
+	// (layout.CheckInvariants): corruption, refused before any choice.
+	b, betag := f.binding(t)
+	if _, err := Replay(ctx, f.st, b, Options{}); !errors.Is(err, layout.ErrInvariant) {
+		t.Fatalf("binding referring to a checkpoint beyond the head: %v, want ErrInvariant", err)
+	}
+	// The selection still skips a checkpoint that leads the head when the
+	// binding refers to an older one.
+	b.CheckpointRef = &layout.CheckpointRef{Key: cps[0].Key, SHA256: cps[0].SHA256, Anchor: cps[0].Anchor}
+	b.Version++
+	if _, err := layout.Replace(ctx, f.st, layout.BindingKey(b.Topic, b.Partition), b, betag); err != nil {
 		t.Fatal(err)
 	}
 	res := replayBoth(t, f)

@@ -251,7 +251,6 @@ func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, 
 			referenced[ob.Key] = true
 		}
 	}
-
 	var viewItems, viewManifests []GCItem
 	for _, g := range compacted {
 		key := layout.GenerationKey(b.StreamID, g.Gen)
@@ -285,6 +284,18 @@ func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, 
 	if fs := verify.BeyondHead(h, objs, all, cps); len(fs) > 0 {
 		return nil, gp, fmt.Errorf("%w: %d objects, generations or checkpoints lie above the head %d (first: %s); deleting nothing in this partition: run 'nereusctl verify %s' and restore the head (docs/runbooks/restore-from-replica.md)",
 			verify.ErrHeadRollback, len(fs), h.Head, fs[0].Detail, name)
+	}
+	// Documents that contradict each other: nothing in the partition is
+	// collected (what is garbage depends on them).
+	if err := layout.CheckInvariants(b, h); err != nil {
+		return nil, gp, err
+	}
+	sums := make([]layout.GenerationSummary, len(all))
+	for i, g := range all {
+		sums[i] = g.Summary()
+	}
+	if err := layout.CheckGenerations(b, h, sums); err != nil {
+		return nil, gp, err
 	}
 	floor := false
 	for _, in := range cps {

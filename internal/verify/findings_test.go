@@ -81,7 +81,7 @@ func TestNamedMalformedBindingIsAFinding(t *testing.T) {
 	if rep.Err() != nil || !hasFinding(rep, verify.ScopeBinding, verify.CheckBinding) {
 		t.Fatalf("malformed binding: want a binding finding and no error, got %+v (err %v)", rep, rep.Err())
 	}
-	if !strings.Contains(rep.Findings[0].Detail, verify.ErrMalformed.Error()) {
+	if !strings.Contains(rep.Findings[0].Detail, layout.ErrCorruptDocument.Error()) {
 		t.Fatalf("detail %q does not say the document is malformed", rep.Findings[0].Detail)
 	}
 	// a binding that is simply absent is an error, not a finding

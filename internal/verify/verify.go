@@ -61,6 +61,11 @@ const (
 	// CheckChain: the open segment's objects do not reach the head back to
 	// back (a hole, or two overlapping chains).
 	CheckChain = "chain"
+	// CheckInvariant: documents that each decode contradict one another
+	// (layout.CheckInvariants, layout.CheckGenerations): e.g. an observed
+	// log start above the head's trim, coverage outside the stream,
+	// generations that overlap.
+	CheckInvariant = "invariant"
 )
 
 // Scopes of findings.
@@ -293,6 +298,22 @@ func Partition(ctx context.Context, st store.Store, b *layout.Binding, o Options
 	if o.Deep && h != nil {
 		for _, f := range openSegment(ctx, st, h, objs, committed, o, rep) {
 			add(f)
+		}
+	}
+	if h != nil && len(rep.Findings) == 0 {
+		// The cross-document invariants, on a partition whose documents
+		// and objects each passed (a finding above already names what a
+		// violation here would repeat).
+		if err := layout.CheckInvariants(b, h); err != nil {
+			add(Finding{Scope: ScopeBinding, Gen: -1, Object: layout.BindingKey(b.Topic, b.Partition), Check: CheckInvariant, Detail: err.Error()})
+		} else {
+			sums := make([]layout.GenerationSummary, len(loaded))
+			for i, g := range loaded {
+				sums[i] = g.Summary()
+			}
+			if err := layout.CheckGenerations(b, h, sums); err != nil {
+				add(Finding{Scope: ScopeStream, Gen: -1, Object: layout.GenerationsPrefix(b.StreamID), Check: CheckInvariant, Detail: err.Error()})
+			}
 		}
 	}
 	coverageFindings := 0

@@ -267,8 +267,6 @@ func helpHas(bin string, env []string, flagName string, sub ...string) bool {
 	return bytes.Contains(out, []byte(flagName+" "))
 }
 
-
-
 func countBindings(bin string, env []string, endpoint, prefix string) (int, error) {
 	cmd := exec.Command(bin, "--store", "s3://"+bucket+"/"+prefix, "--s3-endpoint", endpoint, "--s3-path-style", "store", "ls", "bindings/")
 	cmd.Env = env

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"reflect"
 	"sort"
 	"strings"
 
@@ -38,7 +40,7 @@ func ParseOffsetJSON(data []byte) ([]DeleteTarget, error) {
 	// docs/kafka-retention-rules.md).
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("offset JSON: malformed: %w", err)
+		return nil, fmt.Errorf("offset JSON: %s", plainJSONError(err))
 	}
 	if dec.More() {
 		return nil, errors.New("offset JSON: trailing data after the document")
@@ -82,4 +84,42 @@ func ParseOffsetJSON(data []byte) ([]DeleteTarget, error) {
 		return nil, errors.New("offset JSON: no partitions")
 	}
 	return out, nil
+}
+
+// plainJSONError says what is wrong with an offset JSON file in the terms
+// of the file (a field path and the JSON types), never Go's.
+func plainJSONError(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te) && te.Field == "":
+		return fmt.Sprintf("the document is a JSON %s; want an object {\"version\": 1, \"partitions\": [...]}", te.Value)
+	case errors.As(err, &te):
+		return fmt.Sprintf("%s is a JSON %s; want %s", jsonPath(te.Field), te.Value, jsonKind(te.Type.Kind()))
+	case errors.As(err, &se):
+		return fmt.Sprintf("malformed JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "malformed JSON: the document ends early"
+	}
+	return "malformed JSON: " + strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// jsonPath turns encoding/json's field path ("partitions.offset") into the
+// file's ("partitions[].offset").
+func jsonPath(field string) string {
+	return strings.Replace(field, "partitions.", "partitions[].", 1)
+}
+
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "another type"
 }

@@ -155,11 +155,8 @@ func (r *Retry) Put(ctx context.Context, key string, data []byte, g Guard) (info
 		return info, opErr("put", key, err)
 	}
 	if _, ok := g.MatchETag(); ok {
-		cur, herr := r.inner().Head(ctx, key)
-		if herr == nil && cur.Size == int64(len(data)) && cur.ETag == ETagOf(data) {
-			cur.SHA256 = SHA256Of(data)
-			return cur, nil
-		}
+		info, err = ConfirmIfMatch(ctx, r.inner(), key, data, err)
+		return info, opErr("put", key, err)
 	}
 	return info, err
 }

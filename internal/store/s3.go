@@ -434,6 +434,10 @@ func (s *S3) Put(ctx context.Context, key string, data []byte, g Guard) (ObjectI
 		if g.IsIfAbsent() && errors.Is(err, ErrPreconditionFailed) {
 			return ConfirmIfAbsent(ctx, s, key, data, err)
 		}
+		// An If-Match 412 is returned as it is: two writers of the same
+		// bytes from the same base are a lost update for a counter, and
+		// only the caller knows whether equal bytes are the same intent
+		// (layout.Replace confirms for documents, which carry a version).
 		return ObjectInfo{}, err
 	}
 	info := ObjectInfo{Key: key, Size: int64(len(data)), ETag: unquote(out.ETag), SHA256: hex.EncodeToString(sum[:])}

@@ -61,6 +61,11 @@ func OpenCommitted(ctx context.Context, st store.Store, b *layout.Binding) (*Com
 	if err != nil {
 		return nil, fmt.Errorf("dump %s: read head: %w", b.Name(), err)
 	}
+	// A head whose trim contradicts the binding would decide which records
+	// the dump shows as live: refuse, as every read path does.
+	if err := layout.CheckInvariants(b, h); err != nil {
+		return nil, fmt.Errorf("dump %s: %w", b.Name(), err)
+	}
 	objs, err := layout.ListObjects(ctx, st, b.StreamID)
 	if err != nil {
 		return nil, fmt.Errorf("dump %s: list objects: %w", b.Name(), err)

@@ -67,13 +67,13 @@ func runReplay(cmd *cobra.Command, g *globals, o *replayOptions, arg string) err
 	if err != nil {
 		return err
 	}
-	res, err := recovery.Replay(ctx, st, b, recovery.Options{Full: o.full})
+	res, err := recovery.Replay(ctx, st, b, recovery.Options{Full: o.full, Log: g.log})
 	if err != nil {
 		return replayDataLoss(g, b, err)
 	}
 	var full *recovery.Result
 	if o.compare {
-		if full, err = recovery.Replay(ctx, st, b, recovery.Options{Full: true}); err != nil {
+		if full, err = recovery.Replay(ctx, st, b, recovery.Options{Full: true, Log: g.log}); err != nil {
 			return replayDataLoss(g, b, fmt.Errorf("full replay: %w", err))
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"time"
 
@@ -102,6 +103,29 @@ type Options struct {
 	// MaxAnchor, when > 0, only considers checkpoints anchored at or below
 	// it (benchmarks of tail length; forensics).
 	MaxAnchor int64
+	// Log receives the replay's fallbacks at info level: a checkpoint
+	// skipped and why, a full replay because none could be used, a full
+	// replay that starts from the retention floor. nil logs nothing.
+	Log *slog.Logger
+}
+
+// logFallbacks logs what the replay did instead of the fastest path.
+func (r *Result) logFallbacks(log *slog.Logger, full bool) {
+	if log == nil {
+		return
+	}
+	name := r.Binding.Name()
+	for _, c := range r.Candidates {
+		if c.Status == "skipped" {
+			log.Info("replay: checkpoint skipped", "partition", name, "checkpoint", c.Key, "anchor", c.Anchor, "reason", c.Reason, "detail", c.Detail)
+		}
+	}
+	switch {
+	case r.Floor && r.Chosen != nil:
+		log.Info("replay: full replay starts from the retention floor (objects below it were collected)", "partition", name, "checkpoint", r.Chosen.Key, "anchor", r.Chosen.Anchor)
+	case !full && r.Chosen == nil:
+		log.Info("replay: no usable checkpoint: full replay", "partition", name, "candidates", len(r.Candidates))
+	}
 }
 
 // HintDataLoss is the operator hint attached to a data-loss error.
@@ -225,6 +249,7 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 	}
 	// 7. Report.
 	res.State = part
+	res.logFallbacks(opt.Log, opt.Full)
 	// The state digest is computed when asked for (replay, compare,
 	// checkpoint create): status, trims and compaction do not need it.
 	return res, nil

@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("NEREUSCTL_TEST_AS_CLI") == "1" {
 		os.Exit(cmd.Execute(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
+	// RunMain (not Main, which exits) returns the code, so the S3 test
+	// server is stopped before the process exits.
+	//lint:ignore SA1019 Main would exit before s3server.Stop runs
 	code := testscript.RunMain(m, map[string]func() int{
 		"nereusctl": func() int {
 			return cmd.Execute(context.Background(), os.Args[1:], os.Stdout, os.Stderr)

@@ -42,8 +42,11 @@ func TestMain(m *testing.M) {
 //	storedel KEY|@FILE         delete an object
 //	storeput KEY|@FILE SRC     overwrite an object with a local file's bytes
 //
+//	exitcode N PROG ARGS...    run PROG, require exit code N (main_exitcode_test.go)
+//
 // @FILE reads the key from a file the script wrote.
 var storeCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+	"exitcode": cmdExitcode,
 	"storedel": func(ts *testscript.TestScript, neg bool, args []string) {
 		if len(args) != 1 {
 			ts.Fatalf("usage: storedel KEY|@FILE")

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,6 +26,38 @@ import (
 	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/testutil/s3server"
 )
+
+// The crash harness lives in the test binary only (cmd.CrashHooks is nil
+// in a release build): with NEREUSCTL_TEST_CRASH_AFTER=STEP the process
+// exits with status 137 (as kill -9 would show) right after the trim
+// sequence completes STEP (checkpoint, head, verify, binding). STEP#N
+// crashes the Nth time the step completes in this process (the Nth
+// partition a retention run trims).
+func init() { cmd.CrashHooks = envCrashHooks }
+
+func envCrashHooks() retention.Hooks {
+	spec := os.Getenv("NEREUSCTL_TEST_CRASH_AFTER")
+	if spec == "" {
+		return retention.Hooks{}
+	}
+	step, nth := spec, 1
+	if i := strings.IndexByte(spec, '#'); i >= 0 {
+		step = spec[:i]
+		if n, err := strconv.Atoi(spec[i+1:]); err == nil && n > 0 {
+			nth = n
+		}
+	}
+	seen := 0
+	return retention.Hooks{After: func(s string) error {
+		if s == step {
+			if seen++; seen == nth {
+				fmt.Fprintf(os.Stderr, "nereusctl: test crash after step %s (#%d)\n", s, nth)
+				os.Exit(137)
+			}
+		}
+		return nil
+	}}
+}
 
 // cliProc starts this test binary as nereusctl in a subprocess.
 func cliProc(t *testing.T, storeURL string, env []string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {

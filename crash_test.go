@@ -5,16 +5,20 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nereusctl/nereusctl/cmd"
+	"github.com/nereusctl/nereusctl/internal/demo"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/lease"
 	"github.com/nereusctl/nereusctl/internal/recovery"
@@ -22,6 +26,38 @@ import (
 	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/testutil/s3server"
 )
+
+// The crash harness lives in the test binary only (cmd.CrashHooks is nil
+// in a release build): with NEREUSCTL_TEST_CRASH_AFTER=STEP the process
+// exits with status 137 (as kill -9 would show) right after the trim
+// sequence completes STEP (checkpoint, head, verify, binding). STEP#N
+// crashes the Nth time the step completes in this process (the Nth
+// partition a retention run trims).
+func init() { cmd.CrashHooks = envCrashHooks }
+
+func envCrashHooks() retention.Hooks {
+	spec := os.Getenv("NEREUSCTL_TEST_CRASH_AFTER")
+	if spec == "" {
+		return retention.Hooks{}
+	}
+	step, nth := spec, 1
+	if i := strings.IndexByte(spec, '#'); i >= 0 {
+		step = spec[:i]
+		if n, err := strconv.Atoi(spec[i+1:]); err == nil && n > 0 {
+			nth = n
+		}
+	}
+	seen := 0
+	return retention.Hooks{After: func(s string) error {
+		if s == step {
+			if seen++; seen == nth {
+				fmt.Fprintf(os.Stderr, "nereusctl: test crash after step %s (#%d)\n", s, nth)
+				os.Exit(137)
+			}
+		}
+		return nil
+	}}
+}
 
 // cliProc starts this test binary as nereusctl in a subprocess.
 func cliProc(t *testing.T, storeURL string, env []string, args ...string) (*exec.Cmd, *bytes.Buffer, *bytes.Buffer) {
@@ -104,8 +140,10 @@ func snapPart(t *testing.T, st store.Store, topic string, p int32) partSnap {
 	return s
 }
 
-// checkOneTrim: the log start moved exactly once to target, at most one new
-// checkpoint, head and binding agree, nothing deleted, replay --compare ok.
+// checkOneTrim: the log start moved exactly once to target, exactly one new
+// checkpoint (callers pick targets above the newest existing anchor, so the
+// pre-trim step must publish one, and a rerun must not publish a second),
+// head and binding agree, nothing deleted, replay --compare ok.
 func checkOneTrim(t *testing.T, st store.Store, topic string, p int32, before partSnap, target int64) {
 	t.Helper()
 	after := snapPart(t, st, topic, p)
@@ -121,8 +159,8 @@ func checkOneTrim(t *testing.T, st store.Store, topic string, p int32, before pa
 			n++
 		}
 	}
-	if n > 1 {
-		t.Fatalf("%s-%d: %d new checkpoints", topic, p, n)
+	if n != 1 {
+		t.Fatalf("%s-%d: %d new checkpoints, want exactly one (the pre-trim checkpoint: the target is above every existing anchor)", topic, p, n)
 	}
 	for k := range before.objects {
 		if !after.objects[k] {
@@ -144,6 +182,14 @@ func checkOneTrim(t *testing.T, st store.Store, topic string, p int32, before pa
 	}
 }
 
+// The demo's orders-0 (--records 1500 --partitions 1) has checkpoints
+// anchored at 223 and 401 and its head at 600: trims to 450 are above every
+// existing anchor, so the pre-trim checkpoint step really publishes one.
+const (
+	trimTarget  = "450"
+	trimTargetN = 450
+)
+
 // TestTrimKilledAtEveryStep kills a real trim process after each step of the
 // durable sequence and reruns it.
 func TestTrimKilledAtEveryStep(t *testing.T) {
@@ -158,14 +204,14 @@ func TestTrimKilledAtEveryStep(t *testing.T) {
 			}
 			st := fileStore(t, work)
 			before := snapPart(t, st, "orders", 0)
-			code, _, stderr := cli(t, "file://"+work, []string{"NEREUSCTL_TEST_CRASH_AFTER=" + step}, "trim", "orders-0", "--to", "300")
+			code, _, stderr := cli(t, "file://"+work, []string{"NEREUSCTL_TEST_CRASH_AFTER=" + step}, "trim", "orders-0", "--to", trimTarget)
 			if code != 137 || !strings.Contains(stderr, "test crash after step "+step) {
 				t.Fatalf("crash run: exit %d, stderr %s", code, stderr)
 			}
-			if code, out, stderr := cli(t, "file://"+work, nil, "trim", "orders-0", "--to", "300"); code != 0 {
+			if code, out, stderr := cli(t, "file://"+work, nil, "trim", "orders-0", "--to", trimTarget); code != 0 {
 				t.Fatalf("rerun: exit %d\n%s%s", code, out, stderr)
 			}
-			checkOneTrim(t, st, "orders", 0, before, 300)
+			checkOneTrim(t, st, "orders", 0, before, trimTargetN)
 		})
 	}
 }
@@ -187,38 +233,15 @@ func TestTrimKilledAtEveryStepS3(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := snapPart(t, st, "orders", 0)
-			code, _, stderr := cli(t, url, append(env, "NEREUSCTL_TEST_CRASH_AFTER="+step), "trim", "orders-0", "--to", "300")
+			code, _, stderr := cli(t, url, append(env, "NEREUSCTL_TEST_CRASH_AFTER="+step), "trim", "orders-0", "--to", trimTarget)
 			if code != 137 {
 				t.Fatalf("crash run: exit %d: %s", code, stderr)
 			}
-			if code, out, stderr := cli(t, url, env, "trim", "orders-0", "--to", "300"); code != 0 {
+			if code, out, stderr := cli(t, url, env, "trim", "orders-0", "--to", trimTarget); code != 0 {
 				t.Fatalf("rerun: exit %d\n%s%s", code, out, stderr)
 			}
-			checkOneTrim(t, st, "orders", 0, before, 300)
+			checkOneTrim(t, st, "orders", 0, before, trimTargetN)
 		})
-	}
-}
-
-// TestTrimKilledAtRandomTimes sends SIGKILL at random moments.
-func TestTrimKilledAtRandomTimes(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "base")
-	inproc(t, "file://"+dir, "demo", "--records", "1500", "--partitions", "1", "--no-tour")
-	rng := rand.New(rand.NewPCG(1, 2))
-	for i := 0; i < 6; i++ {
-		work := filepath.Join(t.TempDir(), "store")
-		if err := os.CopyFS(work, os.DirFS(dir)); err != nil {
-			t.Fatal(err)
-		}
-		st := fileStore(t, work)
-		before := snapPart(t, st, "orders", 0)
-		c, _, _ := cliProc(t, "file://"+work, nil, "trim", "orders-0", "--to", "250")
-		time.Sleep(time.Duration(rng.IntN(60)) * time.Millisecond)
-		_ = c.Process.Kill()
-		_ = c.Wait()
-		if code, out, stderr := cli(t, "file://"+work, nil, "trim", "orders-0", "--to", "250"); code != 0 {
-			t.Fatalf("rerun %d: exit %d\n%s%s", i, code, out, stderr)
-		}
-		checkOneTrim(t, st, "orders", 0, before, 250)
 	}
 }
 
@@ -356,4 +379,386 @@ func TestRetentionLease(t *testing.T) {
 	if _, err := st.Head(ctx, layout.LeaseKey(retention.LeaseName)); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("lease not released: %v", err)
 	}
+}
+
+// TestTrimLostCheckpointResponse loses the response of the pre-trim
+// checkpoint's PUT (the object is written, the caller hears a timeout).
+// Without retries the trim fails before touching the head, and a rerun
+// finds the checkpoint it wrote and uses it: exactly one new checkpoint,
+// one head mutation. With the store's retries the same loss is resolved in
+// the run (IfAbsent meets its own bytes: a success).
+func TestTrimLostCheckpointResponse(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "base")
+	inproc(t, "file://"+dir, "demo", "--records", "1500", "--partitions", "1", "--no-tour")
+	ctx := context.Background()
+	target := int64(trimTargetN)
+	tp := layout.TopicPartition{Topic: "orders", Partition: 0}
+	for _, retry := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no-retry", true: "retry"}[retry], func(t *testing.T) {
+			work := filepath.Join(t.TempDir(), "store")
+			if err := os.CopyFS(work, os.DirFS(dir)); err != nil {
+				t.Fatal(err)
+			}
+			base := fileStore(t, work)
+			before := snapPart(t, base, "orders", 0)
+			b, _, err := layout.LoadBinding(ctx, base, "orders", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := store.NewFaulty(base)
+			f.LoseResponseNth(store.VerbPut, 1, layout.CheckpointsPrefix(b.StreamID))
+			var st store.Store = f
+			if retry {
+				st = store.WithRetry(f, store.RetryPolicy{Attempts: 3, Initial: time.Millisecond, Max: 2 * time.Millisecond})
+			}
+			res := retention.RunPartition(ctx, st, retention.Request{TP: tp, DeleteRecords: &target})
+			if f.Fired() != 1 {
+				t.Fatalf("%d faults fired, want the checkpoint PUT's lost response", f.Fired())
+			}
+			mid := snapPart(t, base, "orders", 0)
+			newCP := 0
+			for k := range mid.checkpoints {
+				if !before.checkpoints[k] {
+					newCP++
+				}
+			}
+			if newCP != 1 {
+				t.Fatalf("%d new checkpoints after the lost response, want the one that landed", newCP)
+			}
+			if retry {
+				if !res.OK() || res.Trim == nil || !res.Trim.HeadMutated {
+					t.Fatalf("with retries the trim should succeed in one run: %+v (%v)", res, res.Err)
+				}
+			} else {
+				if res.OK() || !errors.Is(res.Err, store.ErrInjected) {
+					t.Fatalf("without retries: result %+v, err %v; want the lost response", res, res.Err)
+				}
+				if mid.headVersion != before.headVersion || mid.trim != before.trim {
+					t.Fatalf("the head changed after a failed checkpoint step: %+v", mid)
+				}
+				again := retention.RunPartition(ctx, base, retention.Request{TP: tp, DeleteRecords: &target})
+				if !again.OK() {
+					t.Fatalf("rerun: %s %v", again.ErrorDetail, again.Err)
+				}
+				if again.Trim == nil || again.Trim.CheckpointPublished || !again.Trim.HeadMutated {
+					t.Fatalf("rerun should reuse the landed checkpoint and mutate the head once: %+v", again.Trim)
+				}
+			}
+			checkOneTrim(t, base, "orders", 0, before, target)
+		})
+	}
+}
+
+// storeFingerprint is every object of a file:// store with its SHA-256
+// (the store's own .nereus-* files aside). Archived quarantine records
+// carry the repair's wall-clock time, so only their keys are compared;
+// bindings are compared without their CAS counter (see below).
+func storeFingerprint(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if strings.HasPrefix(d.Name(), ".nereus-") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, path)
+		rel = filepath.ToSlash(rel)
+		if strings.HasPrefix(rel, "quarantine/archive/") {
+			out[rel] = "(archived record)"
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if strings.HasPrefix(rel, layout.BindingsPrefix) {
+			// A binding's version counts its CASes. An uninterrupted
+			// trim CASes it twice (checkpoint_ref with the pre-trim
+			// checkpoint, then observed_log_start and checkpoint_ref);
+			// a rerun after a kill between the two does the second only.
+			// Everything else in it must be equal.
+			var doc layout.Binding
+			if err := layout.Decode(rel, b, &doc); err != nil {
+				return err
+			}
+			doc.Version = 0
+			b = layout.Encode(&doc)
+		}
+		out[rel] = store.SHA256Of(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func fingerprintDiff(want, got map[string]string) []string {
+	var d []string
+	for k, v := range want {
+		if g, ok := got[k]; !ok {
+			d = append(d, "missing "+k)
+		} else if g != v {
+			d = append(d, "differs "+k)
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			d = append(d, "extra "+k)
+		}
+	}
+	sort.Strings(d)
+	return d
+}
+
+func sameFingerprint(a, b map[string]string) bool { return len(fingerprintDiff(a, b)) == 0 }
+
+// killCase is a command killed at random times by the harness below.
+type killCase struct {
+	name string
+	// base prepares the store every run starts from.
+	base func(t *testing.T, dir string)
+	// args returns the command line for a run in dir (extra is a fresh
+	// temp folder for the run's local files).
+	args func(dir, extra string) []string
+	// rate is the --max-requests-per-second that slows the killed runs
+	// down: the limiter's burst (a second's worth) lets the first
+	// requests (mostly reads) through at once and spaces the rest, where
+	// the mutations are, so a random kill lands inside the sequence.
+	rate string
+	// check, when set, checks a converged store further.
+	check func(t *testing.T, dir string)
+}
+
+// runKillCase kills real nereusctl processes (SIGKILL) at random times,
+// reruns the command without a kill, and requires the store to converge
+// to exactly what an uninterrupted run leaves. It also requires that a
+// meaningful share of the kills landed mid-sequence: the process was alive
+// when killed and the store had already changed.
+func runKillCase(t *testing.T, kc killCase, kills int, seed uint64) {
+	baseDir := filepath.Join(t.TempDir(), "base")
+	kc.base(t, baseDir)
+	fresh := func() string {
+		work := filepath.Join(t.TempDir(), "store")
+		if err := os.CopyFS(work, os.DirFS(baseDir)); err != nil {
+			t.Fatal(err)
+		}
+		return work
+	}
+	initial := storeFingerprint(t, baseDir)
+
+	// The reference: one uninterrupted, equally slowed run. Its duration
+	// is the window the kills are drawn from.
+	ref := fresh()
+	rc, rout, rerr := cliProc(t, "file://"+ref, nil, append(kc.args(ref, t.TempDir()), "--max-requests-per-second", kc.rate)...)
+	start := time.Now()
+	if err := rc.Wait(); err != nil {
+		t.Fatalf("reference run: %v\n%s%s", err, rout, rerr)
+	}
+	window := time.Since(start)
+	want := storeFingerprint(t, ref)
+	if sameFingerprint(initial, want) {
+		t.Fatal("the reference run changed nothing: nothing to interrupt")
+	}
+	if kc.check != nil {
+		kc.check(t, ref)
+	}
+
+	rng := rand.New(rand.NewPCG(seed, 7))
+	mid := 0
+	for i := range kills {
+		work := fresh()
+		c, _, _ := cliProc(t, "file://"+work, nil, append(kc.args(work, t.TempDir()), "--max-requests-per-second", kc.rate)...)
+		at := time.Duration(rng.Int64N(int64(window)))
+		time.Sleep(at)
+		_ = c.Process.Signal(syscall.SIGKILL)
+		err := c.Wait()
+		var ee *exec.ExitError
+		alive := false
+		if errors.As(err, &ee) {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+				alive = true
+			}
+		}
+		changed := !sameFingerprint(initial, storeFingerprint(t, work))
+		if alive && changed {
+			mid++
+		}
+		t.Logf("kill %d at %v of %v: alive %v, store changed %v", i, at.Round(time.Millisecond), window.Round(time.Millisecond), alive, changed)
+		if code, out, stderr := cli(t, "file://"+work, nil, kc.args(work, t.TempDir())...); code != 0 {
+			t.Fatalf("rerun after kill %d: exit %d\n%s%s", i, code, out, stderr)
+		}
+		if d := fingerprintDiff(want, storeFingerprint(t, work)); len(d) > 0 {
+			var docs strings.Builder
+			for _, line := range d {
+				if k, ok := strings.CutPrefix(line, "differs "); ok && strings.HasSuffix(k, ".json") {
+					a, _ := os.ReadFile(filepath.Join(ref, k))
+					b, _ := os.ReadFile(filepath.Join(work, k))
+					fmt.Fprintf(&docs, "%s uninterrupted:\n%s\n%s after the kill and rerun:\n%s\n", k, a, k, b)
+				}
+			}
+			t.Fatalf("after kill %d at %v and a rerun the store differs from an uninterrupted run:\n%s\n%s", i, at, strings.Join(d, "\n"), docs.String())
+		}
+		if kc.check != nil {
+			kc.check(t, work)
+		}
+	}
+	if mid*3 < kills {
+		t.Fatalf("only %d of %d kills landed mid-sequence (process alive, store changed): the harness is not interrupting anything", mid, kills)
+	}
+	t.Logf("%d of %d kills landed mid-sequence", mid, kills)
+}
+
+func demoBase(args ...string) func(t *testing.T, dir string) {
+	return func(t *testing.T, dir string) {
+		inproc(t, "file://"+dir, append([]string{"demo", "--no-tour"}, args...)...)
+	}
+}
+
+// TestKilledAtRandomTimes: trim, retention run --all, compact, repair and
+// checkpoint create, each SIGKILLed at random moments of a slowed run and
+// rerun: every rerun converges to the store an uninterrupted run leaves.
+func TestKilledAtRandomTimes(t *testing.T) {
+	now := "2027-06-01T00:00:00Z"
+	compactNow := demo.CompactNow.UTC().Format(time.RFC3339)
+	var replica, digest string // the repair case's intact copy of its base store, the damaged member
+	cases := []killCase{{
+		name: "trim",
+		base: demoBase("--records", "1500", "--partitions", "1"),
+		args: func(_, _ string) []string { return []string{"trim", "orders-0", "--to", trimTarget} },
+		rate: "20",
+		check: func(t *testing.T, dir string) {
+			st := fileStore(t, dir)
+			if s := snapPart(t, st, "orders", 0); s.trim != trimTargetN || s.observed != trimTargetN {
+				t.Fatalf("orders-0: trim %d, observed %d", s.trim, s.observed)
+			}
+		},
+	}, {
+		name: "retention-run",
+		base: demoBase("--records", "3000", "--partitions", "2", "--checkpoints", "1"),
+		args: func(_, extra string) []string {
+			return []string{"retention", "run", "--all", "--now", now, "--progress-file", filepath.Join(extra, "progress.json")}
+		},
+		rate: "120",
+	}, {
+		name: "compact",
+		base: func(t *testing.T, dir string) {
+			demoBase("--records", "3000", "--partitions", "1")(t, dir)
+			uncompact(t, dir, "customers", 0)
+		},
+		args: func(_, _ string) []string { return []string{"compact", "customers-0", "--now", compactNow} },
+		rate: "50",
+		check: func(t *testing.T, dir string) {
+			b, _, err := layout.LoadBinding(context.Background(), fileStore(t, dir), "customers", 0)
+			if err != nil || b.Coverage.State != layout.CoverageActive {
+				t.Fatalf("customers-0 coverage after compact: %+v, %v", b.Coverage, err)
+			}
+		},
+	}, {
+		name: "repair",
+		base: func(t *testing.T, dir string) {
+			demoBase("--records", "3000", "--partitions", "1")(t, dir)
+			replica = dir + ".replica"
+			digest = quarantineMember(t, dir, replica, "__consumer_offsets", 0)
+		},
+		args: func(_, _ string) []string {
+			// (repair --all-from does not converge here: after a kill
+			// that restored the member but not the coverage, a rerun
+			// finds no differing member and leaves the set QUARANTINED.)
+			return []string{"repair", "__consumer_offsets-0", "--digest", digest, "--from", "file://" + replica}
+		},
+		rate: "30",
+		check: func(t *testing.T, dir string) {
+			b, _, err := layout.LoadBinding(context.Background(), fileStore(t, dir), "__consumer_offsets", 0)
+			if err != nil || b.Coverage.State != layout.CoverageActive {
+				t.Fatalf("__consumer_offsets-0 coverage after repair: %+v, %v", b.Coverage, err)
+			}
+		},
+	}, {
+		name: "checkpoint-create",
+		base: demoBase("--records", "1500", "--partitions", "2"),
+		args: func(_, _ string) []string { return []string{"checkpoint", "create", "--all"} },
+		rate: "80",
+	}}
+	for i, kc := range cases {
+		t.Run(kc.name, func(t *testing.T) {
+			runKillCase(t, kc, 5, uint64(i+1))
+		})
+	}
+}
+
+// uncompact returns a compacted partition to before its compaction: the
+// coverage NONE, its TOPIC_COMPACTED manifests and NTC2 objects deleted.
+func uncompact(t *testing.T, dir, topic string, p int32) {
+	t.Helper()
+	ctx := context.Background()
+	st := fileStore(t, dir)
+	b, etag, err := layout.LoadBinding(ctx, st, topic, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Coverage.State != layout.CoverageActive {
+		t.Fatalf("%s-%d: coverage %s, want ACTIVE to undo", topic, p, b.Coverage.State)
+	}
+	for _, m := range b.Coverage.Members {
+		if err := st.Delete(ctx, layout.GenerationKey(b.StreamID, m.Gen), store.None()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	objs, err := st.List(ctx, layout.StreamPrefix(b.StreamID)+"compacted/")
+	if err != nil || len(objs) == 0 {
+		t.Fatalf("%s-%d: compacted objects: %d, %v", topic, p, len(objs), err)
+	}
+	for _, o := range objs {
+		if err := st.Delete(ctx, o.Key, store.None()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Coverage = layout.Coverage{State: layout.CoverageNone}
+	b.Version++
+	if _, err := layout.Replace(ctx, st, layout.BindingKey(topic, p), b, etag); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// quarantineMember keeps an intact copy of the store in replica, flips
+// a byte of one member of topic-p's compacted set, lets verify quarantine
+// it, and returns the member's digest (its name).
+func quarantineMember(t *testing.T, dir, replica, topic string, p int32) (digest string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := os.CopyFS(replica, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	st := fileStore(t, dir)
+	b, _, err := layout.LoadBinding(ctx, st, topic, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := st.List(ctx, layout.StreamPrefix(b.StreamID)+"compacted/")
+	if err != nil || len(objs) == 0 {
+		t.Fatalf("%s-%d: compacted objects: %d, %v", topic, p, len(objs), err)
+	}
+	data, err := st.Get(ctx, objs[0].Key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/2] ^= 0xff
+	if _, err := st.Put(ctx, objs[0].Key, data, store.None()); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	t.Setenv("NEREUSCTL_STORE", "file://"+dir)
+	if code := cmd.Execute(ctx, []string{"verify", fmt.Sprintf("%s-%d", topic, p)}, &out, &errb); code != 3 {
+		t.Fatalf("verify of the damaged set: exit %d, want 3\n%s%s", code, out.String(), errb.String())
+	}
+	return "sha256:" + strings.TrimSuffix(filepath.Base(objs[0].Key), ".ntc2")
 }

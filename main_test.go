@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("NEREUSCTL_TEST_AS_CLI") == "1" {
 		os.Exit(cmd.Execute(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
+	// RunMain (not Main, which exits) returns the code, so the S3 test
+	// server is stopped before the process exits.
+	//lint:ignore SA1019 Main would exit before s3server.Stop runs
 	code := testscript.RunMain(m, map[string]func() int{
 		"nereusctl": func() int {
 			return cmd.Execute(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
@@ -39,8 +42,11 @@ func TestMain(m *testing.M) {
 //	storedel KEY|@FILE         delete an object
 //	storeput KEY|@FILE SRC     overwrite an object with a local file's bytes
 //
+//	exitcode N PROG ARGS...    run PROG, require exit code N (main_exitcode_test.go)
+//
 // @FILE reads the key from a file the script wrote.
 var storeCmds = map[string]func(ts *testscript.TestScript, neg bool, args []string){
+	"exitcode": cmdExitcode,
 	"storedel": func(ts *testscript.TestScript, neg bool, args []string) {
 		if len(args) != 1 {
 			ts.Fatalf("usage: storedel KEY|@FILE")

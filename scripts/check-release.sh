@@ -22,3 +22,15 @@ else
 	echo "goreleaser not installed; running the config test instead"
 	go test -count=1 -run 'TestGoreleaserConfig' ./cmd/
 fi
+
+# The test-only crash harness (NEREUSCTL_TEST_CRASH_AFTER, crash_test.go)
+# must not be in the released binary: build it as .goreleaser.yaml does
+# and look for the variable's name.
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+CGO_ENABLED=0 go build -trimpath -o "$tmp/nereusctl" .
+if grep -q NEREUSCTL_TEST_CRASH_AFTER "$tmp/nereusctl"; then
+	echo "the release binary contains the test-only crash hook NEREUSCTL_TEST_CRASH_AFTER" >&2
+	exit 1
+fi
+echo "release binary: no test-only crash hook"

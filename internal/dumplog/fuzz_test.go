@@ -2,6 +2,7 @@ package dumplog
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -9,8 +10,10 @@ import (
 	"github.com/nereusctl/nereusctl/internal/kafka"
 )
 
-// FuzzDumpBatch dumps arbitrary bytes as one batch with every option on:
-// no panic, and a line for the batch.
+// FuzzDumpBatch dumps arbitrary bytes as one batch with every option on.
+// No panic; a line for the batch that shows its header; its isvalid agrees
+// with the batch's CRC (a bad CRC is never shown valid); and the dump's
+// error says invalid exactly when a batch line says so.
 func FuzzDumpBatch(f *testing.F) {
 	seed, err := os.ReadFile(filepath.Join(fixtureRoot, "kafka-uncompacted", "__consumer_offsets-18", "00000000000000000000.log"))
 	if err != nil {
@@ -27,15 +30,36 @@ func FuzzDumpBatch(f *testing.F) {
 		if err != nil || h.Size() != len(b) {
 			return
 		}
+		crcOK := kafka.VerifyCRC(b) == nil
 		for _, dec := range []Decoder{DecoderOffsets, DecoderTxn, DecoderNone} {
-			lines := 0
+			var batches, invalid int
 			_, err := Run(context.Background(), sliceSource{[][]byte{b}}, Options{From: -1, Deep: true, Decoder: dec, VerifyCRC: true}, func(l Line) error {
-				lines++
 				l.AppendLine(nil)
+				bl, ok := l.(*BatchLine)
+				if !ok {
+					return nil
+				}
+				batches++
+				if bl.BaseOffset != h.BaseOffset || bl.LastOffset != h.LastOffset() || bl.Count != h.RecordsCount {
+					t.Fatalf("batch line %d..%d count %d for header %d..%d count %d",
+						bl.BaseOffset, bl.LastOffset, bl.Count, h.BaseOffset, h.LastOffset(), h.RecordsCount)
+				}
+				if bl.Valid == nil {
+					t.Fatal("isvalid unchecked under --deep")
+				}
+				if *bl.Valid && !crcOK {
+					t.Fatal("a batch with a bad CRC shown as valid")
+				}
+				if !*bl.Valid {
+					invalid++
+				}
 				return nil
 			})
-			if lines == 0 && h.LastOffset() < 100 {
+			if batches == 0 && h.LastOffset() < 100 {
 				t.Fatalf("no line for the batch (err %v)", err)
+			}
+			if (invalid > 0) != errors.Is(err, ErrInvalid) {
+				t.Fatalf("%d invalid batch lines, dump error %v", invalid, err)
 			}
 		}
 	})

@@ -2,8 +2,11 @@ package importer
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -16,12 +19,37 @@ func FuzzParseOffsetCheckpoint(f *testing.F) {
 		}
 	}
 	f.Add([]byte("0\n1\na 0 -5\n"))
+	f.Add([]byte("version: 0\ntopic_id: y0EWqmsBVsL1z2Y4PH_Erw\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		m, err := parseOffsetCheckpoint(b)
-		if err == nil && m == nil {
-			t.Fatal("nil map without error")
+		if err == nil {
+			if m == nil {
+				t.Fatal("nil map without error")
+			}
+			// What parses is what Kafka's writer would have written:
+			// written back in its format, it parses to the same entries.
+			var w strings.Builder
+			fmt.Fprintf(&w, "0\n%d\n", len(m))
+			for k, off := range m {
+				if k.partition < 0 || k.topic == "" || strings.ContainsAny(k.topic, " \t\n\r") {
+					t.Fatalf("accepted entry %q %d", k.topic, k.partition)
+				}
+				fmt.Fprintf(&w, "%s %d %d\n", k.topic, k.partition, off)
+			}
+			back, err := parseOffsetCheckpoint([]byte(w.String()))
+			if err != nil || !reflect.DeepEqual(back, m) {
+				t.Fatalf("entries %v do not round-trip: %v, %v", m, back, err)
+			}
 		}
-		parsePartitionMetadata(b)
+		if id, err := parsePartitionMetadata(b); err == nil {
+			if id == "" || len(id) > 64 || strings.IndexFunc(id, func(r rune) bool { return r <= ' ' || r > '~' }) >= 0 {
+				t.Fatalf("accepted topic id %q", id)
+			}
+			again, err := parsePartitionMetadata([]byte("version: 0\ntopic_id: " + id + "\n"))
+			if err != nil || again != id {
+				t.Fatalf("topic id %q does not round-trip: %q, %v", id, again, err)
+			}
+		}
 	})
 }
 

@@ -13,7 +13,7 @@ import (
 	"github.com/pierrec/lz4/v4"
 )
 
-// Compression stream formats (KAFKA-FACTS §1, clients/.../common/compress):
+// Compression stream formats (docs/design.md §4; Kafka: clients/.../common/compress):
 // gzip is standard gzip (multi-member accepted); snappy is the xerial
 // framing of SnappyOutputStream (a raw snappy block is accepted when the
 // xerial magic is absent, as xerial's reader does); lz4 is the LZ4 frame

@@ -6,7 +6,7 @@
 // log-directory-name rules.
 //
 // The facts it matches come from the Apache Kafka source (see
-// KAFKA-FACTS.md §1, §2, §4); the code is nereusctl's own.
+// docs/design.md §4); the code is nereusctl's own.
 //
 // Everything it reads is untrusted. The package must never panic on input,
 // never allocate more than the bytes in hand can justify (record counts,

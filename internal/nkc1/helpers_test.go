@@ -15,7 +15,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/container"
 )
 
-// Attribute bits of a RecordBatch v2 header (KAFKA-FACTS §1).
+// Attribute bits of a RecordBatch v2 header (docs/design.md §4).
 const (
 	attrTransactional = 0x10
 	attrControl       = 0x20

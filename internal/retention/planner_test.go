@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/state"
 )
@@ -154,6 +155,16 @@ func FuzzParseOffsetJSON(f *testing.F) {
 		targets, err := ParseOffsetJSON(b)
 		if err == nil && len(targets) == 0 {
 			t.Fatal("no error and no targets")
+		}
+		// Accepted means Kafka's tool would accept it too: valid topic
+		// names, no partition below 0, no duplicate partition. (Offsets
+		// are checked against the HW later, per partition.)
+		seen := map[layout.TopicPartition]bool{}
+		for _, tg := range targets {
+			if seen[tg.TP] || tg.TP.Partition < 0 || kafka.ValidateTopic(tg.TP.Topic) != nil {
+				t.Fatalf("accepted target %+v (duplicate: %v)", tg, seen[tg.TP])
+			}
+			seen[tg.TP] = true
 		}
 	})
 }

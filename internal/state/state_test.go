@@ -374,26 +374,6 @@ func TestDecodersRejectGarbage(t *testing.T) {
 	}
 }
 
-func FuzzDecodeProducers(f *testing.F) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	p := New(0)
-	for _, o := range workload(rng, 100) {
-		_ = p.Apply(o.h, 10, o.marker, Position{})
-	}
-	f.Add(EncodeProducers(p))
-	f.Add(EncodeSegments(p))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		_, _ = DecodeProducers(b)
-		_, _ = DecodeOngoing(b)
-		_, _ = DecodeAborted(b)
-		_, _ = DecodeEpochs(b)
-		if segs, err := DecodeSegments(b); err == nil {
-			_ = DecodeIndexes(b, segs)
-		}
-		_, _, _ = DecodeBounds(b)
-	})
-}
-
 func TestApplyLogStart(t *testing.T) {
 	p := New(0)
 	p.Epochs = []EpochEntry{{0, 0}, {1, 10}, {2, 20}}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/nereusctl/nereusctl/internal/compaction"
 	"github.com/nereusctl/nereusctl/internal/demo"
@@ -129,7 +132,7 @@ func splitSet(t *testing.T, st store.Store, tp layout.TopicPartition) (*layout.B
 
 type damage struct {
 	name  string
-	deep  bool // only the deep level can see it
+	deep  bool // verify at the deep level
 	check string
 	do    func(t *testing.T, st store.Store, b *layout.Binding, gens []*layout.Generation)
 }
@@ -164,9 +167,8 @@ func damages() []damage {
 		{"flip a byte in the footer", false, verify.CheckETag, func(t *testing.T, st store.Store, b *layout.Binding, gens []*layout.Generation) {
 			mutate(t, st, objectOf(gens, 0).Key, func(d []byte) []byte { d[len(d)-12] ^= 0x01; return d })
 		}},
-		{"flip a byte, deep", true, verify.CheckSHA256, func(t *testing.T, st store.Store, b *layout.Binding, gens []*layout.Generation) {
-			mutate(t, st, objectOf(gens, 1).Key, func(d []byte) []byte { d[len(d)/2] ^= 0x02; return d })
-		}},
+		// Damage only --deep can see (bit rot under an unchanged size,
+		// mtime and cached ETag) needs a real file: TestDeepOnlyBitRot.
 		{"replace with another valid NTC2 object", false, verify.CheckSize, func(t *testing.T, st store.Store, b *layout.Binding, gens []*layout.Generation) {
 			other, _ := st.Get(context.Background(), objectOf(gens, 1).Key, nil)
 			mutate(t, st, objectOf(gens, 0).Key, func([]byte) []byte { return other })
@@ -536,5 +538,126 @@ func TestSampleCoversEverythingOnce(t *testing.T) {
 	}
 	if total != full.BytesHashed {
 		t.Fatalf("the 4 slices hashed %d bytes, a full deep verify %d", total, full.BytesHashed)
+	}
+}
+
+// fileClone copies src into a fresh file:// store and returns it and its
+// folder.
+func fileClone(t *testing.T, src *store.Mem) (*store.File, string) {
+	t.Helper()
+	ctx := context.Background()
+	dir := t.TempDir()
+	dst, err := store.NewFile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, _ := src.List(ctx, "")
+	for _, o := range all {
+		b, _ := src.Get(ctx, o.Key, nil)
+		if _, err := dst.Put(ctx, o.Key, b, store.None()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst, dir
+}
+
+// rotBit flips one bit of a file in place, as bit rot does: no write
+// through the store, the same inode and size, the mtime put back exactly,
+// the digest cache in the extended attribute left as it was.
+func rotBit(t *testing.T, path string, at int64) {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, fi.Mode().Perm()|0o200); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, at); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0x08
+	if _, err := f.WriteAt(b, at); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, fi.Mode().Perm()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(path, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	after, err := os.Stat(path)
+	if err != nil || after.Size() != fi.Size() || !after.ModTime().Equal(fi.ModTime()) || !os.SameFile(fi, after) {
+		t.Fatalf("bit rot changed more than one bit: %v", err)
+	}
+}
+
+// TestDeepOnlyBitRot: on file://, a bit flipped inside a member of the
+// mandatory compacted coverage, under an unchanged size, mtime and cached
+// ETag, is invisible to the default level (HEAD: size and ETag, from the
+// digest cache) and found by --deep (the full SHA-256), which quarantines
+// the set and blocks the coordinator.
+func TestDeepOnlyBitRot(t *testing.T) {
+	ctx := context.Background()
+	base := demoStore(t)
+	for _, tp := range internalTPs {
+		t.Run(tp.String(), func(t *testing.T) {
+			st, dir := fileClone(t, clone(t, base, t.Name()))
+			_, gens := splitSet(t, st, tp)
+			ref := objectOf(gens, 1)
+			path := filepath.Join(dir, filepath.FromSlash(ref.Key))
+			// An object written a while ago: its digest, recorded now,
+			// is trusted (not within the racy second after its mtime).
+			old := time.Now().Add(-time.Hour).Truncate(time.Second)
+			if err := os.Chtimes(path, old, old); err != nil {
+				t.Fatal(err)
+			}
+			if info, err := st.Head(ctx, ref.Key); err != nil || info.ETag != ref.ETag {
+				t.Fatalf("head before the damage: %+v %v", info, err)
+			}
+			rotBit(t, path, ref.Size/2)
+
+			// A new process (no in-memory cache) sees the same size and
+			// the cached ETag: the default level says clean.
+			st2, err := store.NewFile(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info, err := st2.Head(ctx, ref.Key); err != nil || info.ETag != ref.ETag || info.Size != ref.Size {
+				t.Fatalf("the damage is visible to HEAD (%+v, %v): not a deep-only damage", info, err)
+			}
+			b, _ := binding(t, st2, tp)
+			rep, err := verify.Partition(ctx, st2, b, verify.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(rep.Findings) != 0 || rep.Quarantined || rep.Blocked {
+				t.Fatalf("the default level found the deep-only damage: %+v", rep)
+			}
+			rep, err = verify.Partition(ctx, st2, b, verify.Options{Deep: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, f := range rep.Findings {
+				if f.Scope == verify.ScopeCoverage && (f.Check == verify.CheckSHA256 || f.Check == verify.CheckCRC) {
+					found = true
+				}
+			}
+			if !found || !rep.Quarantined || !rep.Blocked {
+				t.Fatalf("--deep did not find and quarantine the bit rot: %+v", rep)
+			}
+			if b, _ := binding(t, st2, tp); b.Coverage.State != layout.CoverageQuarantined {
+				t.Fatalf("coverage %s after the deep finding", b.Coverage.State)
+			}
+		})
 	}
 }

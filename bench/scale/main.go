@@ -151,7 +151,6 @@ func run(bin, gwBin string, partitions, records int, delay time.Duration, only s
 		{"gc-dry", []string{"gc", "--dry-run"}},
 		{"retention", retentionArgs},
 	}
-	var results []result
 	for _, c := range cmds {
 		if !want(c.name) {
 			continue
@@ -171,7 +170,6 @@ func run(bin, gwBin string, partitions, records int, delay time.Duration, only s
 			r := measure(bin, env, proxy.URL, prefix, extra, c.args...)
 			r.name, r.parallel, r.partitions = c.name, labels[i], n
 			r.requests, r.inFlight = proxy.Requests(), proxy.PeakInFlight()
-			results = append(results, r)
 			printResult(r)
 		}
 	}

@@ -114,10 +114,6 @@ const (
 	maxSections = 64
 )
 
-// minFileSize is the size of a checkpoint with empty sections: header,
-// footer (header copy, numRequired entries, root, trailer).
-const minFileSize = headerSize + headerSize + numRequired*entrySize + rootSize + trailerSize
-
 // SuggestedTailRead is a ranged-read size that holds the whole footer of any
 // checkpoint this version writes (see OpenFooter).
 const SuggestedTailRead = 4096

@@ -368,7 +368,7 @@ func (r *TxnRecord) MarshalJSON() ([]byte, error) {
 		if v.TransactionPartitions != nil {
 			d.TransactionPartitions = make([]parts, len(v.TransactionPartitions))
 			for i, p := range v.TransactionPartitions {
-				d.TransactionPartitions[i] = parts{p.Topic, p.PartitionIDs, p.UnknownTags}
+				d.TransactionPartitions[i] = parts(p)
 			}
 		}
 		if v.Version >= 1 {

@@ -645,7 +645,7 @@ func TestKilledAtRandomTimes(t *testing.T) {
 		name: "retention-run",
 		base: demoBase("--records", "3000", "--partitions", "2", "--checkpoints", "1"),
 		args: func(_, extra string) []string {
-			return []string{"retention", "run", "--all", "--now", now, "--progress-file", filepath.Join(extra, "progress.json")}
+			return []string{"retention", "run", "--all", "--yes", "--now", now, "--progress-file", filepath.Join(extra, "progress.json")}
 		},
 		rate: "120",
 	}, {

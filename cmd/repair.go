@@ -152,6 +152,8 @@ func repairExit(err error, rs []*repair.Result) error {
 		switch {
 		case errors.Is(err, repair.ErrWrongBytes):
 			return exitcode.Wrap(exitcode.Verify, err, "nothing was changed; find bytes with the expected digest (a replica bucket, a backup) or try --regenerate")
+		case errors.Is(err, repair.ErrEncoderMismatch):
+			return exitcode.Wrap(exitcode.Error, err, repair.EncoderMismatchHint(err))
 		case errors.Is(err, repair.ErrNotQuarantined), errors.Is(err, repair.ErrUnknownDigest):
 			return exitcode.Wrap(exitcode.Usage, err, "see 'nereusctl quarantine list' for the quarantined sets and their member digests")
 		}

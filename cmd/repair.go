@@ -31,7 +31,9 @@ object with the expected digest come from a local file (--from-file), from
 another store holding the same keys such as a replica bucket (--from URL), or
 from re-running the deterministic compaction from the generation's recorded
 exact sources (--regenerate, only if every source still exists with its
-recorded digest). They are accepted only if their SHA-256 is the digest and
+recorded digest and the generation's manifest records this build's NTC2
+encoder: another zstd version or level is refused with exit 1, nothing
+changed). They are accepted only if their SHA-256 is the digest and
 every NTC2 block CRC passes; wrong bytes are refused with exit 3 and nothing
 changes. The restore is a guarded write (IfMatch on the damaged object's
 ETag, IfAbsent if it is missing). Then the whole set is re-verified deeply;

@@ -152,6 +152,8 @@ func renderRepair(g *globals, rs []*repair.Result) error {
 func repairExit(err error, rs []*repair.Result) error {
 	if err != nil {
 		switch {
+		case errors.Is(err, repair.ErrWrongBytes) && len(rs) == 1 && rs[0].Source == "regenerate":
+			return exitcode.Wrap(exitcode.Verify, err, "nothing was changed; take bytes with the expected digest from a replica store (--from URL) or a saved copy (--from-file PATH)")
 		case errors.Is(err, repair.ErrWrongBytes):
 			return exitcode.Wrap(exitcode.Verify, err, "nothing was changed; find bytes with the expected digest (a replica bucket, a backup) or try --regenerate")
 		case errors.Is(err, repair.ErrEncoderMismatch):

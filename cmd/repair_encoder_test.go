@@ -16,14 +16,14 @@ import (
 	"github.com/nereusctl/nereusctl/internal/store"
 )
 
-// TestRepairRegenerateRefusesAnotherEncoder: the compacted set of
-// __consumer_offsets-0 is made to look as another build wrote it (its
-// manifest records another encoder; the binding's member digest, set id and
-// quarantine record follow, so the store is consistent), one member is
-// damaged and quarantined; 'repair --regenerate' exits 1 (the store is not
-// corrupt: this build cannot do it), names both identities, hints at
-// --from and --from-file, and changes nothing; --from-file then repairs.
-func TestRepairRegenerateRefusesAnotherEncoder(t *testing.T) {
+// encoderStore is a demo store whose __consumer_offsets-0 compacted set's
+// manifest edit changed (as if another build had compacted it: the
+// binding's member digest and set id follow, so the store verifies clean),
+// then one member damaged and the set quarantined by verify. It returns the
+// run function, the store folder, the manifest, the damaged member and a
+// file holding its right bytes.
+func encoderStore(t *testing.T, edit func(*layout.CompactionParams)) (func(...string) (int, string, string), string, *layout.Generation, layout.ObjectRef, string) {
+	t.Helper()
 	ctx := context.Background()
 	dir := t.TempDir()
 	storeURL := "file://" + dir
@@ -39,7 +39,6 @@ func TestRepairRegenerateRefusesAnotherEncoder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const other = "ntc2 v1 zstd klauspost/compress@v0.0.1 level default"
 	b, etag, err := layout.LoadBinding(ctx, st, "__consumer_offsets", 0)
 	if err != nil || b.Coverage.State != layout.CoverageActive || len(b.Coverage.Members) != 1 {
 		t.Fatalf("demo coverage: %+v %v", b, err)
@@ -48,7 +47,7 @@ func TestRepairRegenerateRefusesAnotherEncoder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.Compaction.Encoder = other
+	edit(g.Compaction)
 	if _, err := st.Put(ctx, layout.GenerationKey(b.StreamID, g.Gen), layout.Encode(g), store.None()); err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +76,18 @@ func TestRepairRegenerateRefusesAnotherEncoder(t *testing.T) {
 	if code, o, e := run("verify", "__consumer_offsets-0"); code != int(exitcode.Verify) || !strings.Contains(o, "QUARANTINED") {
 		t.Fatalf("verify: %d\n%s%s", code, o, e)
 	}
+	return run, dir, g, ref, saved
+}
 
+// TestRepairRegenerateRefusesAnotherEncoder: the compacted set of
+// __consumer_offsets-0 looks as another build wrote it (its manifest
+// records another encoder), one member is damaged and quarantined;
+// 'repair --regenerate' exits 1 (the store is not corrupt: this build
+// cannot do it), names both identities, hints at --from and --from-file,
+// and changes nothing, dry run or not; --from-file then repairs.
+func TestRepairRegenerateRefusesAnotherEncoder(t *testing.T) {
+	const other = "ntc2 v1 zstd klauspost/compress@v0.0.1 level default"
+	run, dir, g, ref, saved := encoderStore(t, func(p *layout.CompactionParams) { p.Encoder = other })
 	before := storeFiles(t, dir)
 	for _, dry := range []string{"--dry-run", ""} {
 		args := []string{"repair", "__consumer_offsets-0", "--digest", "sha256:" + ref.SHA256, "--regenerate"}
@@ -106,6 +116,29 @@ func TestRepairRegenerateRefusesAnotherEncoder(t *testing.T) {
 	}
 	if code, o, e := run("repair", "__consumer_offsets-0", "--digest", "sha256:"+ref.SHA256, "--from-file", saved); code != 0 || !strings.Contains(o, "ACTIVE again") {
 		t.Fatalf("repair --from-file: %d\n%s%s", code, o, e)
+	}
+}
+
+// TestRepairRegenerateLegacyWrongBytes: a manifest that records no encoder
+// (written before it was recorded) and whose bytes this build does not
+// reproduce (another object split stands in for another encoder): the
+// regenerate is tried, refused as wrong bytes (exit 3), the message says
+// the manifest does not record its encoder, the hint points at --from and
+// --from-file, and nothing changed.
+func TestRepairRegenerateLegacyWrongBytes(t *testing.T) {
+	run, dir, _, ref, _ := encoderStore(t, func(p *layout.CompactionParams) { p.Encoder, p.ObjectBytes = "", 1 })
+	before := storeFiles(t, dir)
+	code, o, e := run("repair", "__consumer_offsets-0", "--digest", "sha256:"+ref.SHA256, "--regenerate")
+	if code != int(exitcode.Verify) {
+		t.Fatalf("exit %d, want 3\n%s%s", code, o, e)
+	}
+	for _, w := range []string{"candidate bytes refused", "the manifest does not record the encoder that wrote it", ntc2.EncoderIdentity(), "\nhint: nothing was changed; ", "--from URL", "--from-file PATH"} {
+		if !strings.Contains(e, w) {
+			t.Fatalf("stderr lacks %q:\n%s", w, e)
+		}
+	}
+	if storeFiles(t, dir) != before {
+		t.Fatal("the refused repair changed the store")
 	}
 }
 

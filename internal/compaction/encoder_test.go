@@ -114,3 +114,48 @@ func TestTaskOfAnotherEncoderResumes(t *testing.T) {
 		t.Fatalf("published clock %d, encoder %q: want the frozen 3000000 and %q", g.Compaction.NowMs, g.Compaction.Encoder, ntc2.EncoderIdentity())
 	}
 }
+
+// TestCrashedGenerationOfAnotherEncoderNotReused: a crashed run's published
+// generation is reused only when it is the same content, encoder included:
+// one another build published (naming its encoder) is not taken for this
+// build's, so the activated set's manifest names the encoder that wrote
+// its objects.
+func TestCrashedGenerationOfAnotherEncoderNotReused(t *testing.T) {
+	ctx := context.Background()
+	wl := newWorkload(t, 42)
+	wl.append(t, 30, true)
+	crash := errors.New("crash")
+	r, err := Compact(ctx, wl.st, loadB(t, wl.st), Options{NowMs: 3_000_000, After: func(s string) error {
+		if s == StepPublished {
+			return crash
+		}
+		return nil
+	}})
+	if !errors.Is(err, crash) {
+		t.Fatal(err)
+	}
+	crashed := r.Gen
+	g, _, err := layout.LoadGeneration(ctx, wl.st, wl.b.StreamID, crashed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Compaction.Encoder = otherEncoder
+	if _, err := wl.st.Put(ctx, layout.GenerationKey(wl.b.StreamID, crashed), layout.Encode(g), store.None()); err != nil {
+		t.Fatal(err)
+	}
+	r, err = Compact(ctx, wl.st, loadB(t, wl.st), Options{NowMs: 9_000_000})
+	if err != nil || !r.Activated {
+		t.Fatalf("rerun: %+v %v", r, err)
+	}
+	if r.Gen == crashed {
+		t.Fatalf("the rerun reused generation %d, which names the encoder %q", crashed, otherEncoder)
+	}
+	b := loadB(t, wl.st)
+	a, _, err := layout.LoadGeneration(ctx, wl.st, wl.b.StreamID, b.Coverage.Members[0].Gen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Gen != r.Gen || a.Compaction.Encoder != ntc2.EncoderIdentity() {
+		t.Fatalf("active generation %d records encoder %q, want %d with %q", a.Gen, a.Compaction.Encoder, r.Gen, ntc2.EncoderIdentity())
+	}
+}

@@ -31,7 +31,9 @@ object with the expected digest come from a local file (--from-file), from
 another store holding the same keys such as a replica bucket (--from URL), or
 from re-running the deterministic compaction from the generation's recorded
 exact sources (--regenerate, only if every source still exists with its
-recorded digest). They are accepted only if their SHA-256 is the digest and
+recorded digest and the generation's manifest records this build's NTC2
+encoder: another zstd version or level is refused with exit 1, nothing
+changed). They are accepted only if their SHA-256 is the digest and
 every NTC2 block CRC passes; wrong bytes are refused with exit 3 and nothing
 changes. The restore is a guarded write (IfMatch on the damaged object's
 ETag, IfAbsent if it is missing). Then the whole set is re-verified deeply;
@@ -150,8 +152,12 @@ func renderRepair(g *globals, rs []*repair.Result) error {
 func repairExit(err error, rs []*repair.Result) error {
 	if err != nil {
 		switch {
+		case errors.Is(err, repair.ErrWrongBytes) && len(rs) == 1 && rs[0].Source == "regenerate":
+			return exitcode.Wrap(exitcode.Verify, err, "nothing was changed; take bytes with the expected digest from a replica store (--from URL) or a saved copy (--from-file PATH)")
 		case errors.Is(err, repair.ErrWrongBytes):
 			return exitcode.Wrap(exitcode.Verify, err, "nothing was changed; find bytes with the expected digest (a replica bucket, a backup) or try --regenerate")
+		case errors.Is(err, repair.ErrEncoderMismatch):
+			return exitcode.Wrap(exitcode.Error, err, repair.EncoderMismatchHint(err))
 		case errors.Is(err, repair.ErrNotQuarantined), errors.Is(err, repair.ErrUnknownDigest):
 			return exitcode.Wrap(exitcode.Usage, err, "see 'nereusctl quarantine list' for the quarantined sets and their member digests")
 		}

@@ -119,7 +119,7 @@ func Freeze(ctx context.Context, st store.Store, b *layout.Binding, nowMs int64)
 	p := &Plan{Topic: b.Topic, Partition: b.Partition, StreamID: b.StreamID, LogStart: res.State.LogStart, binding: b}
 	p.Base = res.State.LogStart
 	p.PrevEnd = p.Base
-	p.Params = layout.CompactionParams{NowMs: nowMs, DeleteRetentionMs: b.Config.DeleteRetentionMs, HW: res.State.HW(), LSO: res.State.LSO(), LogStart: res.State.LogStart}
+	p.Params = layout.CompactionParams{NowMs: nowMs, DeleteRetentionMs: b.Config.DeleteRetentionMs, HW: res.State.HW(), LSO: res.State.LSO(), LogStart: res.State.LogStart, Encoder: ntc2.EncoderIdentity()}
 	if b.Coverage.State == layout.CoverageActive {
 		p.Params.PrevSetID = b.Coverage.SetID
 		p.PrevEnd = max(b.Coverage.End, p.Base)

@@ -50,10 +50,14 @@ func saveTask(ctx context.Context, st store.Store, t *Task, etag string) (string
 }
 
 // sameInputs reports whether a recorded task froze the same inputs as a
-// fresh freeze made with the task's clock.
+// fresh freeze made with the task's clock. The encoder is not an input: a
+// task another build froze resumes, and what is published records the
+// identity of the build that writes the objects (the fresh plan's).
 func sameInputs(a, b *Plan) bool {
 	if a.Base != b.Base || a.End != b.End || a.PrevEnd != b.PrevEnd {
 		return false
 	}
-	return string(layout.Encode(a.Params)) == string(layout.Encode(b.Params)) && string(layout.Encode(a.Sources)) == string(layout.Encode(b.Sources))
+	pa, pb := a.Params, b.Params
+	pa.Encoder, pb.Encoder = "", ""
+	return string(layout.Encode(pa)) == string(layout.Encode(pb)) && string(layout.Encode(a.Sources)) == string(layout.Encode(b.Sources))
 }

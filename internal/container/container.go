@@ -15,7 +15,11 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math/bits"
+	"path/filepath"
+	"reflect"
+	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -145,20 +149,53 @@ func (e *Encoder) Identity() string {
 
 const zstdModule = "github.com/klauspost/compress"
 
+// zstdLib names the codec library this binary was built with. A binary
+// from 'go build' or 'go install' records its modules (debug.BuildInfo's
+// Deps); a test binary records none, so there the version is read from
+// where the compiler found the library's source (the module cache path
+// ".../github.com/klauspost/compress@v1.20.4/zstd/..."), which is again
+// what was built, not what go.mod asks for. Neither known (a vendored test
+// build): "unknown", which no recorded identity should be taken to match.
 var zstdLib = sync.OnceValue(func() string {
-	v := "(devel)"
+	var deps []*debug.Module
 	if bi, ok := debug.ReadBuildInfo(); ok {
-		for _, d := range bi.Deps {
-			if d.Path == zstdModule {
-				v = d.Version
-				if d.Replace != nil {
-					v = d.Replace.Version + " (replaced)"
-				}
-			}
+		deps = bi.Deps
+	}
+	fn := runtime.FuncForPC(reflect.ValueOf(zstd.NewWriter).Pointer())
+	file := ""
+	if fn != nil {
+		file, _ = fn.FileLine(fn.Entry())
+	}
+	return "klauspost/compress@" + zstdVersion(deps, file)
+})
+
+// zstdVersion is the library's version from the build's module list, else
+// from the path of one of its source files, else "unknown". A replaced
+// module names its replacement: a local directory has no version, so its
+// bytes are only known to be reproducible by the same build.
+func zstdVersion(deps []*debug.Module, file string) string {
+	for _, d := range deps {
+		if d.Path != zstdModule {
+			continue
+		}
+		switch {
+		case d.Replace == nil:
+			return d.Version
+		case d.Replace.Version != "":
+			return d.Version + " replaced by " + d.Replace.Path + "@" + d.Replace.Version
+		default:
+			return d.Version + " replaced by the local directory " + d.Replace.Path
 		}
 	}
-	return "klauspost/compress@" + v
-})
+	file = filepath.ToSlash(file)
+	if i := strings.LastIndex(file, zstdModule+"@"); i >= 0 {
+		v := file[i+len(zstdModule)+1:]
+		if j := strings.IndexByte(v, '/'); j > 0 {
+			return v[:j]
+		}
+	}
+	return "unknown"
+}
 
 func zstdLibrary() string { return zstdLib() }
 

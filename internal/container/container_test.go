@@ -3,6 +3,8 @@ package container
 import (
 	"bytes"
 	"errors"
+	"os"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -119,4 +121,51 @@ func FuzzParseTrailer(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The identity names the library version this binary was built with, in a
+// test binary (no module list in its build info) as in a 'go build' one:
+// never "(devel)". go.mod pins what this module builds with.
+func TestEncoderIdentityNamesTheBuiltVersion(t *testing.T) {
+	mod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ""
+	for _, line := range strings.Split(string(mod), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == zstdModule {
+			want = f[1]
+		}
+	}
+	if want == "" {
+		t.Fatalf("go.mod does not require %s", zstdModule)
+	}
+	id := NewEncoder(zstd.SpeedFastest, 1).Identity()
+	if exp := "zstd klauspost/compress@" + want + " level fastest"; id != exp {
+		t.Fatalf("identity %q, want %q", id, exp)
+	}
+}
+
+func TestZstdVersion(t *testing.T) {
+	mod := func(v string, r *debug.Module) []*debug.Module {
+		return []*debug.Module{{Path: "golang.org/x/sync", Version: "v0.1.0"}, {Path: zstdModule, Version: v, Replace: r}}
+	}
+	for _, c := range []struct {
+		name string
+		deps []*debug.Module
+		file string
+		want string
+	}{
+		{"build info", mod("v1.20.4", nil), "/x/github.com/klauspost/compress@v1.17.0/zstd/encoder.go", "v1.20.4"},
+		{"replaced by a module", mod("v1.20.4", &debug.Module{Path: "example.com/fork", Version: "v1.20.5"}), "", "v1.20.4 replaced by example.com/fork@v1.20.5"},
+		{"replaced by a directory", mod("v1.20.4", &debug.Module{Path: "../compress"}), "", "v1.20.4 replaced by the local directory ../compress"},
+		{"module cache path", nil, "/root/go/pkg/mod/github.com/klauspost/compress@v1.18.0/zstd/encoder.go", "v1.18.0"},
+		{"trimmed path", nil, "github.com/klauspost/compress@v1.18.0/zstd/encoder.go", "v1.18.0"},
+		{"vendored", nil, "/src/app/vendor/github.com/klauspost/compress/zstd/encoder.go", "unknown"},
+		{"nothing", nil, "", "unknown"},
+	} {
+		if got := zstdVersion(c.deps, c.file); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
 }

@@ -286,6 +286,30 @@ type CompactionParams struct {
 	// COMMITTED range (their markers may lie beyond it), so that a
 	// regenerate drops exactly the same records.
 	Aborted []AbortedRange `json:"aborted"`
+	// Encoder is the identity of the NTC2 encoder that wrote the objects
+	// (ntc2.EncoderIdentity: format version, codec library version and
+	// level), which decides their bytes as much as the inputs above: a
+	// regenerate refuses when the running build's differs. Absent in
+	// manifests written before it was recorded; a regenerate of those
+	// cannot know and tries, the digest check deciding.
+	Encoder string `json:"encoder,omitempty"`
+}
+
+// MaxEncoderIdentity bounds a recorded encoder identity.
+const MaxEncoderIdentity = 256
+
+// validate checks what the manifest says about its encoder: untrusted text
+// that errors quote, so printable and bounded.
+func (c *CompactionParams) validate() error {
+	if len(c.Encoder) > MaxEncoderIdentity {
+		return fmt.Errorf("compaction encoder: %d bytes, at most %d", len(c.Encoder), MaxEncoderIdentity)
+	}
+	for _, r := range c.Encoder {
+		if r < 0x20 || r > 0x7e {
+			return fmt.Errorf("compaction encoder %q: only printable ASCII", c.Encoder)
+		}
+	}
+	return nil
 }
 
 // AbortedRange is one aborted transaction: producer, first offset, marker.
@@ -335,6 +359,9 @@ func (g *Generation) Validate() error {
 		if err := validateSHA256(s.ManifestSHA256); err != nil {
 			return fmt.Errorf("source %d: %w", s.Gen, err)
 		}
+	}
+	if g.Compaction != nil {
+		return g.Compaction.validate()
 	}
 	return nil
 }

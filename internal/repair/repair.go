@@ -29,6 +29,11 @@ import (
 // a CRC. Nothing was changed.
 var ErrWrongBytes = errors.New("candidate bytes refused")
 
+// ErrEncoderMismatch: --regenerate was asked of a generation another NTC2
+// encoder wrote; this build cannot reproduce its bytes. Nothing was read
+// or changed, and the store is not damaged by it (exit 1).
+var ErrEncoderMismatch = compaction.ErrEncoderMismatch
+
 // ErrNotQuarantined: the partition's coverage is not QUARANTINED.
 var ErrNotQuarantined = errors.New("coverage is not quarantined")
 
@@ -369,11 +374,27 @@ func candidate(ctx context.Context, st store.Store, g *layout.Generation, ref la
 			return nil, "regenerate", err
 		}
 		if found == nil {
-			return nil, "regenerate", fmt.Errorf("%w: regenerating generation %d produced no object with sha256 %s", ErrWrongBytes, g.Gen, ref.SHA256)
+			why := ", although this build's encoder is the one the manifest records (" + g.Compaction.Encoder + ")"
+			if g.Compaction.Encoder == "" {
+				why = "; the manifest does not record the encoder that wrote it (written before nereusctl recorded encoders), so this build's (" + ntc2.EncoderIdentity() + ") may not be that one"
+			}
+			return nil, "regenerate", fmt.Errorf("%w: regenerating generation %d produced no object with sha256 %s%s", ErrWrongBytes, g.Gen, ref.SHA256, why)
 		}
 		return found, "regenerate", nil
 	}
 	return nil, "", errors.New("no source: give --from-file, --from or --regenerate")
+}
+
+// EncoderMismatchHint is the operator hint for an ErrEncoderMismatch: both
+// identities and the sources that still work ("" for other errors).
+func EncoderMismatchHint(err error) string {
+	var e *compaction.EncoderMismatchError
+	if !errors.As(err, &e) {
+		return ""
+	}
+	return fmt.Sprintf("nothing was changed. Generation %d's objects were written by the encoder %q; this nereusctl writes %q, so --regenerate cannot give the same bytes. "+
+		"Take them from a replica store (--from URL) or a saved copy of the object (--from-file PATH), or run --regenerate with a nereusctl build whose encoder is %q (docs/runbooks/coordinator-blocked.md)",
+		e.Gen, e.Recorded, e.Running, e.Recorded)
 }
 
 // accept checks the candidate's digest and every CRC.

@@ -138,7 +138,7 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 	opts := retention.JobOptions{
 		Partitions: tps, Selection: selection, Now: now, NowExplicit: nowExplicit, DryRun: o.dryRun,
 		ProgressFile: progress, StoreID: storeID, Holder: lease.Holder(), Restart: o.restart,
-		LeaseTTL: o.leaseTTL, Hooks: crashHooks(),
+		LeaseTTL: o.leaseTTL, Hooks: crashHooks(), Log: g.log,
 	}
 	if !o.dryRun && !o.yes {
 		// A first pass finds the partitions whose every record would go,

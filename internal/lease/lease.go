@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -41,6 +42,9 @@ var ErrLost = errors.New("lease lost")
 
 // Lease is a held lease.
 type Lease struct {
+	// Log receives the lease's life at info level (taken over, renewed, a
+	// renewal that re-read the lease, released); nil logs nothing.
+	Log  *slog.Logger
 	st   store.Store
 	doc  layout.Lease
 	etag string
@@ -55,6 +59,12 @@ const maxAcquireRounds = 8
 
 // Acquire takes the lease name for holder for ttl, or returns *HeldError.
 func Acquire(ctx context.Context, st store.Store, name, holder string, ttl time.Duration, now func() time.Time) (*Lease, error) {
+	return AcquireLogged(ctx, st, name, holder, ttl, now, nil)
+}
+
+// AcquireLogged is Acquire with a logger for the lease's life (see
+// Lease.Log).
+func AcquireLogged(ctx context.Context, st store.Store, name, holder string, ttl time.Duration, now func() time.Time, log *slog.Logger) (*Lease, error) {
 	if now == nil {
 		now = time.Now
 	}
@@ -62,10 +72,11 @@ func Acquire(ctx context.Context, st store.Store, name, holder string, ttl time.
 	for range maxAcquireRounds {
 		t := now()
 		doc := layout.Lease{Name: name, Holder: holder, AcquiredMs: t.UnixMilli(), ExpiresMs: t.Add(ttl).UnixMilli()}
-		l := &Lease{st: st, doc: doc, ttl: ttl, now: now, key: key}
+		l := &Lease{Log: log, st: st, doc: doc, ttl: ttl, now: now, key: key}
 		info, err := layout.Create(ctx, st, key, &doc)
 		if err == nil {
 			l.etag = info.ETag
+			l.info("lease acquired", "expires", l.Expires())
 			return l, nil
 		}
 		if !errors.Is(err, store.ErrPreconditionFailed) {
@@ -92,6 +103,7 @@ func Acquire(ctx context.Context, st store.Store, name, holder string, ttl time.
 			return nil, fmt.Errorf("take over lease %s: %w", name, err)
 		}
 		l.etag = info.ETag
+		l.info("lease taken over", "from", cur.Holder, "expired", time.UnixMilli(cur.ExpiresMs), "expires", l.Expires())
 		return l, nil
 	}
 	return nil, fmt.Errorf("acquire lease %s: created and released %d times meanwhile: %w", name, maxAcquireRounds, store.ErrConflict)
@@ -105,6 +117,7 @@ func (l *Lease) Renew(ctx context.Context) error {
 	if errors.Is(err, store.ErrPreconditionFailed) {
 		// The ETag we kept is stale: taken over, or an earlier renewal
 		// of ours landed without our hearing of it. The lease says which.
+		l.info("lease renewal lost its precondition; re-reading the lease")
 		etag, rerr := l.reread(ctx)
 		if rerr != nil {
 			return fmt.Errorf("renew lease %s: %w", l.doc.Name, rerr)
@@ -118,7 +131,14 @@ func (l *Lease) Renew(ctx context.Context) error {
 		return fmt.Errorf("renew lease %s: %w", l.doc.Name, err)
 	}
 	l.doc, l.etag = doc, info.ETag
+	l.info("lease renewed", "expires", l.Expires())
 	return nil
+}
+
+func (l *Lease) info(msg string, args ...any) {
+	if l.Log != nil {
+		l.Log.Info(msg, append([]any{"lease", l.doc.Name, "holder", l.doc.Holder}, args...)...)
+	}
 }
 
 // reread loads the lease and returns its ETag if it is still ours, or an
@@ -159,6 +179,7 @@ func (l *Lease) Release(ctx context.Context) error {
 	if err != nil && !errors.Is(err, store.ErrPreconditionFailed) && !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("release lease %s: %w", l.doc.Name, err)
 	}
+	l.info("lease released")
 	return nil
 }
 

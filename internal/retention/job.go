@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,6 +51,8 @@ type JobOptions struct {
 	ConfirmFull func(r *Result) error
 	// OnPartition is called after each partition (progress display).
 	OnPartition func(done, total int, r *Result)
+	// Log receives the run's lease life at info level; nil logs nothing.
+	Log *slog.Logger
 }
 
 // Progress is the local progress file of a retention run, rewritten
@@ -132,7 +135,7 @@ func RunJob(ctx context.Context, st store.Store, o JobOptions) (*JobReport, erro
 	var l *lease.Lease
 	if !o.DryRun {
 		var err error
-		l, err = lease.Acquire(ctx, st, LeaseName, o.Holder, o.LeaseTTL, nil)
+		l, err = lease.AcquireLogged(ctx, st, LeaseName, o.Holder, o.LeaseTTL, nil, o.Log)
 		if err != nil {
 			return nil, err
 		}

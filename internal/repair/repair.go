@@ -428,21 +428,38 @@ func AllFrom(ctx context.Context, st, replica store.Store, dryRun bool, nowMs in
 		if b.Coverage.State != layout.CoverageQuarantined || b.Coverage.SetID != q.SetID {
 			continue
 		}
+		damaged, first := 0, ""
 		for _, m := range b.Coverage.Members {
 			g, _, err := layout.LoadGeneration(ctx, st, b.StreamID, m.Gen)
 			if err != nil {
-				continue
+				// A member manifest that cannot be read is not repaired
+				// from here: say so rather than skip it.
+				return out, fmt.Errorf("repair %s: member generation %d: %w", b.Name(), m.Gen, err)
 			}
 			for _, ref := range g.Objects {
+				if first == "" {
+					first = ref.SHA256
+				}
 				cur, err := st.Get(ctx, ref.Key, nil)
 				if err == nil && store.SHA256Of(cur) == ref.SHA256 {
 					continue
 				}
+				damaged++
 				r, err := Repair(ctx, st, b, Options{Digest: ref.SHA256, From: replica, DryRun: dryRun, NowMs: nowMs})
 				out = append(out, r)
 				if err != nil {
 					return out, err
 				}
+			}
+		}
+		if damaged == 0 && first != "" {
+			// Every member already holds its bytes: an interrupted repair
+			// restored them and stopped before re-activating the coverage.
+			// Finish it (re-verify, re-activate, archive the record).
+			r, err := Repair(ctx, st, b, Options{Digest: first, From: replica, DryRun: dryRun, NowMs: nowMs})
+			out = append(out, r)
+			if err != nil {
+				return out, err
 			}
 		}
 	}

@@ -104,7 +104,7 @@ func renderStatus(g *globals, rows []status.Partition) error {
 	out := make([][]string, 0, len(rows))
 	for _, r := range rows {
 		if r.Error != "" {
-			out = append(out, []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), r.StreamID, "-", "-", "-", "-", "-", "-", "-", "-", "-", "error: " + r.Error})
+			out = append(out, []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), r.StreamID, "-", "-", "-", "-", "-", "-", "-", "-", shortConfigSource(r.ConfigSource), "error: " + r.Error})
 			continue
 		}
 		anchor, age, lso, tail := "-", "-", fmt.Sprint(r.LSO), fmt.Sprint(r.TailObjects)

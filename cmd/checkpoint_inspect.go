@@ -104,28 +104,29 @@ func runCheckpointInspect(cmd *cobra.Command, g *globals, o *checkpointInspectOp
 			ids = append(ids, s.ID)
 		}
 	}
-	sections := map[string]any{}
+	sections := map[string]json.RawMessage{}
 	var firstErr error
 	for _, id := range ids {
 		raw, err := r.Section(id)
-		if err != nil {
-			sections[nkc1.SectionName(id)] = map[string]string{"error": err.Error()}
-			firstErr = cmpErr(firstErr, err)
-			continue
+		if err == nil {
+			var v any
+			if v, err = nkc1.DescribeSection(id, raw); err == nil {
+				var b []byte
+				if b, err = json.Marshal(v); err == nil {
+					sections[nkc1.SectionName(id)] = b
+					continue
+				}
+			}
 		}
-		v, err := nkc1.DescribeSection(id, raw)
-		if err != nil {
-			sections[nkc1.SectionName(id)] = map[string]string{"error": err.Error()}
-			firstErr = cmpErr(firstErr, err)
-			continue
-		}
-		sections[nkc1.SectionName(id)] = v
+		b, _ := json.Marshal(sectionErrorJSON{Error: err.Error()})
+		sections[nkc1.SectionName(id)] = b
+		firstErr = cmpErr(firstErr, err)
 	}
 	findings := r.Verify()
 	if g.json() {
-		if err := writeJSON(g.stdout, map[string]any{
-			"schema_version": SchemaVersion, "object": name, "size": len(data), "version": r.Version(),
-			"root": r.Root(), "section_table": r.Sections(), "sections": sections, "findings": nonNil(findings),
+		if err := writeJSON(g.stdout, checkpointInspectJSON{
+			SchemaVersion: SchemaVersion, Object: name, Size: len(data), Version: r.Version(),
+			Root: r.Root(), SectionTable: nonNil(r.Sections()), Sections: sections, Findings: nonNil(findings),
 		}); err != nil {
 			return err
 		}
@@ -153,6 +154,25 @@ func runCheckpointInspect(cmd *cobra.Command, g *globals, o *checkpointInspectOp
 		return exitcode.VerifyErr(fmt.Errorf("inspect %s: %w", name, firstErr))
 	}
 	return nil
+}
+
+// checkpointInspectJSON is checkpoint inspect's -o json document.
+type checkpointInspectJSON struct {
+	SchemaVersion int                `json:"schema_version"`
+	Object        string             `json:"object"`
+	Size          int                `json:"size"`
+	Version       int                `json:"version"`
+	Root          string             `json:"root"`
+	SectionTable  []nkc1.SectionInfo `json:"section_table"`
+	// Sections maps a section name to its decoded content
+	// (docs/formats/nkc1.md) or to a sectionErrorJSON.
+	Sections map[string]json.RawMessage `json:"sections"`
+	Findings []nkc1.Finding             `json:"findings"`
+}
+
+// sectionErrorJSON stands for a section that could not be read or decoded.
+type sectionErrorJSON struct {
+	Error string `json:"error"`
 }
 
 func cmpErr(a, b error) error {

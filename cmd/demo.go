@@ -85,7 +85,7 @@ func runDemo(cmd *cobra.Command, g *globals, o *demoOptions) error {
 	}
 	elapsed := time.Since(start)
 	if g.json() {
-		return writeJSON(g.stdout, map[string]any{"schema_version": SchemaVersion, "demo": sum, "seconds": elapsed.Seconds()})
+		return writeJSON(g.stdout, demoJSON{SchemaVersion: SchemaVersion, Seconds: elapsed.Seconds(), Demo: sum})
 	}
 	if sum.Existing {
 		fmt.Fprintf(g.stdout, "The store %s already holds the demo (seed %d); touring it.\n\n", st, sum.Seed)
@@ -104,4 +104,11 @@ func runDemo(cmd *cobra.Command, g *globals, o *demoOptions) error {
 		return nil
 	}
 	return runTour(cmd, g, sum)
+}
+
+// demoJSON is the -o json output of demo.
+type demoJSON struct {
+	SchemaVersion int           `json:"schema_version"`
+	Seconds       float64       `json:"seconds"`
+	Demo          *demo.Summary `json:"demo"`
 }

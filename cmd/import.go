@@ -184,12 +184,16 @@ func runImport(cmd *cobra.Command, g *globals, o *importOptions) error {
 		fmt.Fprintf(g.stderr, "hint: give the topic's config with --topic-config-file or --topic-config, or later: nereusctl config set %s retention.ms=VALUE\n", res.Topic)
 	}
 	if g.json() {
-		return writeJSON(g.stdout, struct {
-			SchemaVersion int `json:"schema_version"`
-			*importer.Result
-		}{SchemaVersion, res})
+		return writeJSON(g.stdout, importJSON{SchemaVersion: SchemaVersion, Result: res})
 	}
 	return renderImport(g.stdout, res)
+}
+
+// importJSON is import kafka-log's -o json document: the import report
+// with schema_version first.
+type importJSON struct {
+	SchemaVersion int `json:"schema_version"`
+	*importer.Result
 }
 
 func importErr(err error) error {

@@ -105,18 +105,72 @@ func replayDataLoss(g *globals, b *layout.Binding, err error) error {
 	if !g.json() || !errors.As(err, &me) {
 		return err
 	}
-	if werr := writeJSON(g.stdout, map[string]any{
-		"schema_version": SchemaVersion,
-		"topic":          b.Topic,
-		"partition":      b.Partition,
-		"stream_id":      b.StreamID,
-		"trim":           me.Trim,
-		"head":           me.Head,
-		"data_loss":      dataLossJSON{Missing: me.Ranges},
+	if werr := writeJSON(g.stdout, replayDataLossJSON{
+		SchemaVersion: SchemaVersion,
+		Topic:         b.Topic,
+		Partition:     b.Partition,
+		StreamID:      b.StreamID,
+		Trim:          me.Trim,
+		Head:          me.Head,
+		DataLoss:      dataLossJSON{Missing: me.Ranges},
 	}); werr != nil {
 		return werr
 	}
 	return err
+}
+
+// replayDataLossJSON is replay's -o json document on data loss: the
+// partition, the head's bounds and data_loss; no state.
+type replayDataLossJSON struct {
+	SchemaVersion int          `json:"schema_version"`
+	Topic         string       `json:"topic"`
+	Partition     int32        `json:"partition"`
+	StreamID      string       `json:"stream_id"`
+	Trim          int64        `json:"trim"`
+	Head          int64        `json:"head"`
+	DataLoss      dataLossJSON `json:"data_loss"`
+}
+
+// replayDoc is replay's -o json document (docs/json-output.md#replay).
+type replayDoc struct {
+	SchemaVersion    int                  `json:"schema_version"`
+	Topic            string               `json:"topic"`
+	Partition        int32                `json:"partition"`
+	StreamID         string               `json:"stream_id"`
+	Full             bool                 `json:"full"`
+	RetentionFloor   bool                 `json:"retention_floor"`
+	DataLoss         *dataLossJSON        `json:"data_loss"` // always null: data loss writes replayDataLossJSON
+	CheckpointAnchor *int64               `json:"checkpoint_anchor"`
+	Checkpoints      []recovery.Candidate `json:"checkpoints"`
+	Tail             recovery.TailStats   `json:"tail"`
+	LogStart         int64                `json:"log_start"`
+	Head             int64                `json:"head"`
+	HW               int64                `json:"hw"`
+	LSO              int64                `json:"lso"`
+	Trim             int64                `json:"trim"`
+	StateDigest      string               `json:"state_digest"`
+	Producers        []producerJSON       `json:"producers"`
+	OpenTransactions []state.Txn          `json:"open_transactions"`
+	Aborted          []state.AbortedTxn   `json:"aborted"`
+	LeaderEpochs     []state.EpochEntry   `json:"leader_epochs"`
+	Segments         []segmentJSON        `json:"segments"`
+	// With --compare only.
+	FullStateDigest    *string             `json:"full_state_digest,omitempty"`
+	FullTail           *recovery.TailStats `json:"full_tail,omitempty"`
+	DigestsMatch       *bool               `json:"digests_match,omitempty"`
+	FullRetentionFloor *bool               `json:"full_retention_floor,omitempty"`
+}
+
+// segmentJSON is one entry of replay's segments[].
+type segmentJSON struct {
+	Base               int64 `json:"base"`
+	End                int64 `json:"end"`
+	Bytes              int64 `json:"bytes"`
+	MaxTimestamp       int64 `json:"max_timestamp"`
+	Gen                int64 `json:"gen"`
+	Open               bool  `json:"open"`
+	OffsetIndexEntries int   `json:"offset_index_entries"`
+	TimeIndexEntries   int   `json:"time_index_entries"`
 }
 
 type producerJSON struct {
@@ -131,7 +185,7 @@ type producerJSON struct {
 	Batches          []state.BatchMeta `json:"batches"`
 }
 
-func replayJSON(res, full *recovery.Result) map[string]any {
+func replayJSON(res, full *recovery.Result) replayDoc {
 	p := res.State
 	prods := make([]producerJSON, 0, len(p.Producers))
 	for _, pr := range p.SortedProducers() {
@@ -145,9 +199,9 @@ func replayJSON(res, full *recovery.Result) map[string]any {
 		}
 		prods = append(prods, j)
 	}
-	segs := make([]map[string]any, 0, len(p.Segments))
+	segs := make([]segmentJSON, 0, len(p.Segments))
 	for _, s := range p.Segments {
-		segs = append(segs, map[string]any{"base": s.Base, "end": s.End, "bytes": s.Bytes, "max_timestamp": s.MaxTimestamp, "gen": s.Gen, "open": s.Open(), "offset_index_entries": len(s.OffsetIndex), "time_index_entries": len(s.TimeIndex)})
+		segs = append(segs, segmentJSON{Base: s.Base, End: s.End, Bytes: s.Bytes, MaxTimestamp: s.MaxTimestamp, Gen: s.Gen, Open: s.Open(), OffsetIndexEntries: len(s.OffsetIndex), TimeIndexEntries: len(s.TimeIndex)})
 	}
 	var anchor *int64
 	if res.Chosen != nil {
@@ -158,34 +212,31 @@ func replayJSON(res, full *recovery.Result) map[string]any {
 	if cands == nil {
 		cands = []recovery.Candidate{}
 	}
-	out := map[string]any{
-		"schema_version":    SchemaVersion,
-		"topic":             res.Binding.Topic,
-		"partition":         res.Binding.Partition,
-		"stream_id":         res.Binding.StreamID,
-		"full":              res.Full,
-		"retention_floor":   res.Floor,
-		"data_loss":         nil,
-		"checkpoint_anchor": anchor,
-		"checkpoints":       cands,
-		"tail":              res.Tail,
-		"log_start":         p.LogStart,
-		"head":              res.Head.Head,
-		"hw":                p.HW(),
-		"lso":               p.LSO(),
-		"trim":              res.Head.Trim,
-		"state_digest":      res.Digest(),
-		"producers":         prods,
-		"open_transactions": nonNil(p.SortedOngoing()),
-		"aborted":           nonNil(p.Aborted),
-		"leader_epochs":     nonNil(p.Epochs),
-		"segments":          segs,
+	out := replayDoc{
+		SchemaVersion:    SchemaVersion,
+		Topic:            res.Binding.Topic,
+		Partition:        res.Binding.Partition,
+		StreamID:         res.Binding.StreamID,
+		Full:             res.Full,
+		RetentionFloor:   res.Floor,
+		CheckpointAnchor: anchor,
+		Checkpoints:      cands,
+		Tail:             res.Tail,
+		LogStart:         p.LogStart,
+		Head:             res.Head.Head,
+		HW:               p.HW(),
+		LSO:              p.LSO(),
+		Trim:             res.Head.Trim,
+		StateDigest:      res.Digest(),
+		Producers:        prods,
+		OpenTransactions: nonNil(p.SortedOngoing()),
+		Aborted:          nonNil(p.Aborted),
+		LeaderEpochs:     nonNil(p.Epochs),
+		Segments:         segs,
 	}
 	if full != nil {
-		out["full_state_digest"] = full.Digest()
-		out["full_tail"] = full.Tail
-		out["digests_match"] = full.Digest() == res.Digest()
-		out["full_retention_floor"] = full.Floor
+		d, tail, match, floor := full.Digest(), full.Tail, full.Digest() == res.Digest(), full.Floor
+		out.FullStateDigest, out.FullTail, out.DigestsMatch, out.FullRetentionFloor = &d, &tail, &match, &floor
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/retention"
 	"github.com/nereusctl/nereusctl/internal/status"
 )
 
@@ -30,7 +31,17 @@ The LSO comes from a restart replay: the newest valid checkpoint plus the
 tail after it, so the cost per partition is a few requests plus the tail.
 The objects between the durable trim and the head are checked from the
 listing: any offset no object holds is data loss, shown in the DATA LOSS
-column (data_loss in JSON) with the partition's row still printed.` + exitStatusHelp("3 when any listed partition has missing objects between its trim and head, or corrupt data", "4 when any listed partition is blocked (and none has data loss)"),
+column (data_loss in JSON) with the partition's row still printed.
+
+The CONFIG column is where the partition's topic config snapshot came from
+(the binding's config_source, in short form): demo, default (import with no
+topic config: retention off), flags (import's --topic-config flags),
+file:NAME (a kafka-configs file), set (nereusctl config set); "-" when the
+binding names none. JSON has the full config_source.
+
+With no partitions named and no bindings in the store (most often a
+mistyped --store or prefix) status exits 1; --allow-empty accepts an empty
+store.` + exitStatusHelp("1 when no partitions are named and the store has no bindings (--allow-empty accepts it)", "3 when any listed partition has missing objects between its trim and head, or corrupt data", "4 when any listed partition is blocked (and none has data loss)"),
 		Example: `  nereusctl status
   nereusctl status orders-0 -o json
   nereusctl status --map`,
@@ -38,6 +49,7 @@ column (data_loss in JSON) with the partition's row still printed.` + exitStatus
 			return runStatus(cmd, g, o, args)
 		},
 	}
+	c.Flags().BoolVar(&o.sel.allowEmpty, "allow-empty", false, "succeed on a store with no bindings (default: exit 1, a mistyped --store finds none)")
 	c.Flags().BoolVar(&o.drawn, "map", false, "draw each partition's offset line: log start, compacted coverage, checkpoints, LSO, head")
 	return c
 }
@@ -50,8 +62,22 @@ func runStatus(cmd *cobra.Command, g *globals, o *statusOptions, args []string) 
 	}
 	var tps []layout.TopicPartition
 	if len(args) > 0 {
+		if o.sel.allowEmpty {
+			return exitcode.UsageErr(fmt.Errorf("--allow-empty goes without named partitions (status of every binding)"))
+		}
 		if tps, err = o.sel.resolve(ctx, st, args); err != nil {
 			return err
+		}
+	} else {
+		// Every binding, as --all elsewhere: none is a failure (a
+		// mistyped --store) unless --allow-empty.
+		all := o.sel
+		all.all = true
+		if tps, err = all.resolve(ctx, st, nil); err != nil {
+			return err
+		}
+		if tps == nil {
+			tps = []layout.TopicPartition{}
 		}
 	}
 	rows, err := status.Collect(ctx, st, tps, time.Now())
@@ -73,12 +99,12 @@ func renderStatus(g *globals, rows []status.Partition) error {
 		if rows == nil {
 			rows = []status.Partition{}
 		}
-		return writeJSON(g.stdout, map[string]any{"schema_version": SchemaVersion, "partitions": rows})
+		return writeJSON(g.stdout, statusJSON{SchemaVersion: SchemaVersion, Partitions: rows})
 	}
 	out := make([][]string, 0, len(rows))
 	for _, r := range rows {
 		if r.Error != "" {
-			out = append(out, []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), r.StreamID, "-", "-", "-", "-", "-", "-", "-", "-", "error: " + r.Error})
+			out = append(out, []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), r.StreamID, "-", "-", "-", "-", "-", "-", "-", "-", shortConfigSource(r.ConfigSource), "error: " + r.Error})
 			continue
 		}
 		anchor, age, lso, tail := "-", "-", fmt.Sprint(r.LSO), fmt.Sprint(r.TailObjects)
@@ -101,9 +127,39 @@ func renderStatus(g *globals, rows []status.Partition) error {
 			loss = "missing " + strings.Join(parts, " ")
 			lso, tail = "-", "-"
 		}
-		out = append(out, []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), r.StreamID, fmt.Sprint(r.LogStart), fmt.Sprint(r.Head), lso, anchor, age, tail, r.Coverage, blocked, loss})
+		out = append(out, []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), r.StreamID, fmt.Sprint(r.LogStart), fmt.Sprint(r.Head), lso, anchor, age, tail, r.Coverage, blocked, shortConfigSource(r.ConfigSource), loss})
 	}
-	return writeTable(g.stdout, []string{"PARTITION", "STREAM", "LOG START", "HEAD", "LSO", "CHECKPOINT", "AGE", "TAIL OBJS", "COVERAGE", "BLOCKED", "DATA LOSS"}, out)
+	return writeTable(g.stdout, []string{"PARTITION", "STREAM", "LOG START", "HEAD", "LSO", "CHECKPOINT", "AGE", "TAIL OBJS", "COVERAGE", "BLOCKED", "CONFIG", "DATA LOSS"}, out)
+}
+
+// shortConfigSource is a binding's config_source as status's CONFIG column
+// shows it: each "+"-joined part shortened (import-default-retention-off:
+// default, topic-config-flags: flags, kafka-configs-file:NAME: file:NAME,
+// config-set: set); "-" when there is none.
+func shortConfigSource(src string) string {
+	if src == "" {
+		return "-"
+	}
+	parts := strings.Split(src, "+")
+	for i, p := range parts {
+		switch {
+		case p == retention.SourceImportDefault:
+			parts[i] = "default"
+		case p == retention.SourceFlags:
+			parts[i] = "flags"
+		case p == retention.SourceConfigSet:
+			parts[i] = "set"
+		case strings.HasPrefix(p, retention.SourceFilePrefix):
+			parts[i] = "file:" + strings.TrimPrefix(p, retention.SourceFilePrefix)
+		}
+	}
+	return strings.Join(parts, "+")
+}
+
+// statusJSON is status's -o json document (docs/json-output.md#status).
+type statusJSON struct {
+	SchemaVersion int                `json:"schema_version"`
+	Partitions    []status.Partition `json:"partitions"`
 }
 
 func statusExit(rows []status.Partition) error {

@@ -32,6 +32,18 @@ type objectJSON struct {
 	Modified string `json:"modified,omitempty"`
 }
 
+// storeLsJSON is the -o json output of store ls.
+type storeLsJSON struct {
+	SchemaVersion int          `json:"schema_version"`
+	Objects       []objectJSON `json:"objects"`
+}
+
+// storeStatJSON is the -o json output of store stat.
+type storeStatJSON struct {
+	SchemaVersion int        `json:"schema_version"`
+	Object        objectJSON `json:"object"`
+}
+
 func toObjectJSON(o store.ObjectInfo) objectJSON {
 	j := objectJSON{Key: o.Key, Size: o.Size, ETag: o.ETag, SHA256: o.SHA256}
 	if !o.Modified.IsZero() {
@@ -66,7 +78,7 @@ func newStoreLsCmd(g *globals) *cobra.Command {
 				for _, o := range objs {
 					out = append(out, toObjectJSON(o))
 				}
-				return writeJSON(g.stdout, map[string]any{"schema_version": SchemaVersion, "objects": out})
+				return writeJSON(g.stdout, storeLsJSON{SchemaVersion: SchemaVersion, Objects: out})
 			}
 			rows := make([][]string, 0, len(objs))
 			for _, o := range objs {
@@ -94,7 +106,7 @@ func newStoreStatCmd(g *globals) *cobra.Command {
 				return fmt.Errorf("stat %s: %w", args[0], err)
 			}
 			if g.json() {
-				return writeJSON(g.stdout, map[string]any{"schema_version": SchemaVersion, "object": toObjectJSON(info)})
+				return writeJSON(g.stdout, storeStatJSON{SchemaVersion: SchemaVersion, Object: toObjectJSON(info)})
 			}
 			j := toObjectJSON(info)
 			return writeTable(g.stdout, []string{"FIELD", "VALUE"}, [][]string{

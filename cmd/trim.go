@@ -132,11 +132,19 @@ func confirmFull(g *globals, op string, full []string) (fullTrims, error) {
 	return nil, exitcode.Wrap(exitcode.Usage, fmt.Errorf("%s: not confirmed: nothing was trimmed", op), "answer y, or pass --yes")
 }
 
+// trimJSON is the -o json document of trim, delete-records and (with
+// Summary) retention run (docs/json-output.md#trim-delete-records-retention-run).
+type trimJSON struct {
+	SchemaVersion int                 `json:"schema_version"`
+	DryRun        bool                `json:"dry_run"`
+	Partitions    []*retention.Result `json:"partitions"`
+}
+
 // renderTrimResults prints trim / delete-records results and maps failures
 // to the exit status. kafkaStyle prints kafka-delete-records' lines.
 func renderTrimResults(g *globals, dryRun bool, rs []*retention.Result, kafkaStyle bool) error {
 	if g.json() {
-		if err := writeJSON(g.stdout, map[string]any{"schema_version": SchemaVersion, "dry_run": dryRun, "partitions": rs}); err != nil {
+		if err := writeJSON(g.stdout, trimJSON{SchemaVersion: SchemaVersion, DryRun: dryRun, Partitions: nonNil(rs)}); err != nil {
 			return err
 		}
 	} else if kafkaStyle {

@@ -16,10 +16,19 @@ func newVersionCmd(g *globals) *cobra.Command {
 		Args:    exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if g.json() {
-				return writeJSON(g.stdout, map[string]any{"schema_version": SchemaVersion, "version": Version, "commit": Commit, "date": Date, "go": runtime.Version()})
+				return writeJSON(g.stdout, versionJSON{SchemaVersion: SchemaVersion, Version: Version, Commit: Commit, Date: Date, Go: runtime.Version()})
 			}
 			_, err := fmt.Fprintf(g.stdout, "nereusctl %s (commit %s, built %s, %s)\n", Version, Commit, Date, runtime.Version())
 			return err
 		},
 	}
+}
+
+// versionJSON is the -o json output of version.
+type versionJSON struct {
+	SchemaVersion int    `json:"schema_version"`
+	Version       string `json:"version"`
+	Commit        string `json:"commit"`
+	Date          string `json:"date"`
+	Go            string `json:"go"`
 }

@@ -80,6 +80,10 @@ type Summary struct {
 	Compacted []string `json:"compacted"`
 }
 
+// ConfigSource is the config_source of the bindings the demo writes: their
+// config snapshots are the demo's own topic configs.
+const ConfigSource = "demo"
+
 // CompactNow is the clock the demo compacts with: a day after its records.
 var CompactNow = Epoch0.Add(Span + 24*time.Hour)
 
@@ -235,7 +239,7 @@ func writePartition(ctx context.Context, st store.Store, o Options, tp topicPlan
 	}
 	b := &layout.Binding{
 		Topic: tp.name, TopicID: topicID(o.Seed, tp.name), Partition: p, StreamID: sid,
-		Config: tp.cfg, Coverage: layout.Coverage{State: layout.CoverageNone}, Version: 1,
+		Config: tp.cfg, ConfigSource: ConfigSource, Coverage: layout.Coverage{State: layout.CoverageNone}, Version: 1,
 	}
 	info, err := layout.Create(ctx, st, layout.BindingKey(tp.name, p), b)
 	if err != nil {

@@ -33,9 +33,12 @@ type Partition struct {
 	CoverageEnd      int64  `json:"coverage_end"`
 	Blocked          bool   `json:"blocked"`
 	CleanupPolicy    string `json:"cleanup_policy"`
-	Producers        int    `json:"producers"`
-	OpenTxns         int    `json:"open_transactions"`
-	Error            string `json:"error,omitempty"`
+	// ConfigSource is the binding's config_source: where its topic config
+	// snapshot came from ("" when the binding has none).
+	ConfigSource string `json:"config_source"`
+	Producers    int    `json:"producers"`
+	OpenTxns     int    `json:"open_transactions"`
+	Error        string `json:"error,omitempty"`
 	// DataLoss names the offsets between the durable trim and the head
 	// that no object of the stream holds; nil when none are missing.
 	DataLoss *DataLoss `json:"data_loss"`
@@ -91,6 +94,7 @@ func Collect(ctx context.Context, st store.Store, tps []layout.TopicPartition, n
 		row.CoverageStart, row.CoverageEnd = b.Coverage.Start, b.Coverage.End
 		row.Blocked = b.Coverage.State == layout.CoverageQuarantined
 		row.CleanupPolicy = b.Config.CleanupPolicy
+		row.ConfigSource = b.ConfigSource
 		if row.Blocked {
 			// No replay of a blocked partition: show the head's bounds.
 			h, _, err := layout.LoadHead(ctx, st, b.StreamID)

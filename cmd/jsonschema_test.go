@@ -220,7 +220,7 @@ func TestJSONSchemasCatchChanges(t *testing.T) {
 	if code := Execute(context.Background(), []string{"-o", "json", "version"}, &out, &bytes.Buffer{}); code != 0 {
 		t.Fatalf("version: exit %d", code)
 	}
-	check := func(edit func(m map[string]any)) (error, []string) {
+	check := func(edit func(m map[string]any)) ([]string, error) {
 		var m map[string]any
 		if err := json.Unmarshal(out.Bytes(), &m); err != nil {
 			t.Fatal(err)
@@ -228,18 +228,18 @@ func TestJSONSchemasCatchChanges(t *testing.T) {
 		edit(m)
 		b, _ := json.Marshal(m)
 		inst, _ := jsonschema.UnmarshalJSON(bytes.NewReader(b))
-		return schemas["version"].Validate(inst), undescribedKeys(m, raw["version"], raw["version"], raw, "")
+		return undescribedKeys(m, raw["version"], raw["version"], raw, ""), schemas["version"].Validate(inst)
 	}
-	if err, und := check(func(map[string]any) {}); err != nil || len(und) > 0 {
+	if und, err := check(func(map[string]any) {}); err != nil || len(und) > 0 {
 		t.Fatalf("the real document fails: %v %v", err, und)
 	}
-	if err, _ := check(func(m map[string]any) { m["git_commit"] = m["commit"]; delete(m, "commit") }); err == nil {
+	if _, err := check(func(m map[string]any) { m["git_commit"] = m["commit"]; delete(m, "commit") }); err == nil {
 		t.Error("a renamed required key passed")
 	}
-	if err, _ := check(func(m map[string]any) { m["schema_version"] = "1" }); err == nil {
+	if _, err := check(func(m map[string]any) { m["schema_version"] = "1" }); err == nil {
 		t.Error("schema_version as a string passed")
 	}
-	if _, und := check(func(m map[string]any) { m["extra"] = 1 }); len(und) != 1 || und[0] != "extra" {
+	if und, _ := check(func(m map[string]any) { m["extra"] = 1 }); len(und) != 1 || und[0] != "extra" {
 		t.Errorf("an undescribed key was not reported: %v", und)
 	}
 	// Nested, through $ref and arrays: a status row.

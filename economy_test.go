@@ -90,7 +90,7 @@ func tails(t *testing.T, dir string) map[string]tailOf {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := status.Collect(ctx, st, tps, time.Now())
+	rows, err := status.Collect(ctx, st, tps, time.Now(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}

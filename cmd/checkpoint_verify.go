@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/fleet"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/store"
@@ -48,7 +49,7 @@ worst over the partitions.` + exitStatusHelp("3 when any check failed or a bindi
 			if err != nil {
 				return err
 			}
-			reps := verifyCheckpoints(ctx, st, tps)
+			reps := verifyCheckpoints(ctx, st, tps, g.parallel())
 			return renderCheckpointVerify(g, reps, o.readOnly)
 		},
 	}
@@ -81,14 +82,20 @@ type checkpointVerifyJSON struct {
 
 // verifyCheckpoints checks every partition; a failure is that partition's
 // row, never the end of the run.
-func verifyCheckpoints(ctx context.Context, st store.Store, tps []layout.TopicPartition) []*checkpointVerifyPartition {
-	reps := []*checkpointVerifyPartition{}
-	for _, tp := range tps {
+func verifyCheckpoints(ctx context.Context, st store.Store, tps []layout.TopicPartition, parallel int) []*checkpointVerifyPartition {
+	reps, _ := fleet.Map(ctx, parallel, tps, func(ctx context.Context, _ int, tp layout.TopicPartition) (*checkpointVerifyPartition, error) {
 		p := &checkpointVerifyPartition{Partition: tp.String(), Findings: []recovery.Finding{}}
-		reps = append(reps, p)
 		if err := checkpointVerifyOne(ctx, st, tp, p); err != nil {
 			p.err = err
 			p.Error = err.Error()
+		}
+		return p, nil
+	})
+	for i, p := range reps {
+		if p == nil {
+			// Not started: the context ended (the caller reports it).
+			err := ctx.Err()
+			reps[i] = &checkpointVerifyPartition{Partition: tps[i].String(), Findings: []recovery.Finding{}, err: err, Error: fmt.Sprint(err)}
 		}
 	}
 	return reps

@@ -101,6 +101,16 @@ func checkFileValue(typ string, val any) error {
 		default:
 			return fmt.Errorf("want a number, got %s", describeValue(val))
 		}
+	case "int":
+		switch t := val.(type) {
+		case int, int64, uint64:
+		case float64:
+			if t != float64(int64(t)) {
+				return fmt.Errorf("want a whole number, got %s", describeValue(val))
+			}
+		default:
+			return fmt.Errorf("want a whole number, got %s", describeValue(val))
+		}
 	default:
 		if _, ok := val.(string); !ok {
 			return fmt.Errorf("want a string, got %s", describeValue(val))
@@ -178,6 +188,28 @@ func decodeConfig(v *viper.Viper, fs *pflag.FlagSet, cfgFile string, fileKeys ma
 		}
 		return 0
 	}
+	integer := func(key string) int {
+		switch t := v.Get(key).(type) {
+		case int:
+			return t
+		case int64:
+			return int(t)
+		case uint64:
+			return int(t)
+		case float64:
+			return int(t)
+		case string:
+			d, err := parseDecimal(t, 32, false)
+			if err == nil {
+				n, _ := strconv.Atoi(d)
+				return n
+			}
+			errs = append(errs, fmt.Errorf("%s: %q: %w", settingSource(fs, key, cfgFile, fileKeys), t, err))
+		default:
+			errs = append(errs, fmt.Errorf("%s: want a whole number", settingSource(fs, key, cfgFile, fileKeys)))
+		}
+		return 0
+	}
 	c.Store = str("store")
 	c.Output = str("output")
 	c.LogLevel = str("log-level")
@@ -186,6 +218,7 @@ func decodeConfig(v *viper.Viper, fs *pflag.FlagSet, cfgFile string, fileKeys ma
 	c.S3PathStyle = boolean("s3-path-style")
 	c.S3AllowHTTP = boolean("s3-allow-http")
 	c.MaxRequestsPerSecond = number("max-requests-per-second")
+	c.Parallel = integer("parallel")
 	c.Stats = boolean("stats")
 	c.Quiet = boolean("quiet")
 	return c, errors.Join(errs...)

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/fleet"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
 
@@ -39,6 +40,7 @@ type Config struct {
 	S3PathStyle          bool    `mapstructure:"s3-path-style"`
 	S3AllowHTTP          bool    `mapstructure:"s3-allow-http"`
 	MaxRequestsPerSecond float64 `mapstructure:"max-requests-per-second"`
+	Parallel             int     `mapstructure:"parallel"`
 	Stats                bool    `mapstructure:"stats"`
 	Quiet                bool    `mapstructure:"quiet"`
 }
@@ -288,6 +290,7 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 	f.Bool("s3-path-style", false, "use path-style S3 addressing (most S3-compatible servers need it)")
 	f.Bool("s3-allow-http", false, "allow a plain http:// S3 endpoint that is not on loopback")
 	f.Float64("max-requests-per-second", 0, "limit store requests per second (0: unlimited; else at least 0.01)")
+	f.Int("parallel", 0, fmt.Sprintf("partitions worked on at once by commands over many partitions (0: the store's default, %d on s3://, %d on file://; at most %d)", fleet.DefaultS3, fleet.DefaultFile, fleet.Max))
 	f.Bool("stats", false, "print the store request counts (GET/PUT/LIST/HEAD/DELETE) to stderr at the end")
 	f.BoolP("quiet", "q", false, "print no progress and no tour; errors still go to stderr")
 
@@ -373,6 +376,9 @@ func (g *globals) resolve(cmd *cobra.Command) error {
 	if err := checkRate(g.cfg.MaxRequestsPerSecond); err != nil {
 		return exitcode.UsageErr(err)
 	}
+	if g.cfg.Parallel < 0 || g.cfg.Parallel > fleet.Max {
+		return exitcode.UsageErr(fmt.Errorf("--parallel %d: want 0 (the store's default) to %d", g.cfg.Parallel, fleet.Max))
+	}
 	g.log = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))
 	g.resolved = true
 	return nil
@@ -431,4 +437,13 @@ func exitStatusHelp(extra ...string) string {
 		b.WriteString("  " + e + "\n")
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// parallel is how many partitions a command over many partitions works on
+// at once: --parallel, or the store's default.
+func (g *globals) parallel() int {
+	if g.cfg.Parallel > 0 {
+		return g.cfg.Parallel
+	}
+	return fleet.DefaultFor(g.cfg.Store)
 }

@@ -80,7 +80,7 @@ func runStatus(cmd *cobra.Command, g *globals, o *statusOptions, args []string) 
 			tps = []layout.TopicPartition{}
 		}
 	}
-	rows, err := status.Collect(ctx, st, tps, time.Now())
+	rows, err := status.Collect(ctx, st, tps, time.Now(), g.parallel())
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func runTour(cmd *cobra.Command, g *globals, sum *demo.Summary) error {
 	}
 
 	step("Status: one row per binding", "status")
-	rows, err := status.Collect(ctx, st, nil, time.Now())
+	rows, err := status.Collect(ctx, st, nil, time.Now(), g.parallel())
 	if err != nil {
 		return err
 	}
@@ -41,7 +41,7 @@ func runTour(cmd *cobra.Command, g *globals, sum *demo.Summary) error {
 	if err != nil {
 		return err
 	}
-	reps := verifyCheckpoints(ctx, st, tps)
+	reps := verifyCheckpoints(ctx, st, tps, g.parallel())
 	if err := renderCheckpointVerify(g, reps, false); err != nil {
 		return err
 	}

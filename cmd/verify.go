@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -8,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/fleet"
+	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
@@ -108,15 +111,15 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 	}
 	prog := newProgress(g, "hashing", -1)
 	defer prog.done()
-	reps := []*verify.Report{}
 	start := time.Now()
-	for _, tp := range tps {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		// Every partition is checked: one that cannot be read is a
-		// reported failure, never the end of the run.
-		reps = append(reps, verify.Named(ctx, st, tp, verify.Options{Deep: o.deep, Sample: sample, ReadOnly: o.readOnly, NowMs: time.Now().UnixMilli(), Progress: prog.add}))
+	// Every partition is checked, --parallel at once, in the order named:
+	// one that cannot be read is a reported failure, never the end of the
+	// run.
+	reps, err := fleet.Map(ctx, g.parallel(), tps, func(ctx context.Context, _ int, tp layout.TopicPartition) (*verify.Report, error) {
+		return verify.Named(ctx, st, tp, verify.Options{Deep: o.deep, Sample: sample, ReadOnly: o.readOnly, NowMs: time.Now().UnixMilli(), Progress: prog.add}), ctx.Err()
+	})
+	if err != nil {
+		return err
 	}
 	prog.done()
 	findings, blocked, failed, hashed := 0, 0, 0, int64(0)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nereusctl/nereusctl/internal/fleet"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/store"
@@ -65,84 +66,87 @@ func (p *Partition) DataLossError() *stream.MissingError {
 	return &stream.MissingError{Ranges: p.DataLoss.Missing, Trim: p.LogStart, Head: p.Head}
 }
 
-// Collect builds the status of each named partition (all when tps is nil).
-// A partition that cannot be read gets its Error set; the others go on.
-func Collect(ctx context.Context, st store.Store, tps []layout.TopicPartition, now time.Time) ([]Partition, error) {
+// Collect builds the status of each named partition (all when tps is nil),
+// with at most parallel partitions in flight (internal/fleet); the rows
+// are in the order of tps whatever finishes first. A partition that cannot
+// be read gets its Error set; the others go on.
+func Collect(ctx context.Context, st store.Store, tps []layout.TopicPartition, now time.Time, parallel int) ([]Partition, error) {
 	if tps == nil {
 		var err error
 		if tps, err = layout.ListBindings(ctx, st); err != nil {
 			return nil, fmt.Errorf("list bindings in %s: %w", st, err)
 		}
 	}
-	out := make([]Partition, 0, len(tps))
-	for _, tp := range tps {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		row := Partition{Topic: tp.Topic, Partition: tp.Partition}
-		b, _, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
-		if err != nil {
-			// A corrupt binding is corruption (exit 3), not an unreadable
-			// partition: Err carries the type for the exit code.
-			row.Error, row.Err = err.Error(), err
-			out = append(out, row)
-			continue
-		}
-		row.Binding = b
-		row.StreamID = b.StreamID
-		row.Coverage = b.Coverage.State
-		row.CoverageStart, row.CoverageEnd = b.Coverage.Start, b.Coverage.End
-		row.Blocked = b.Coverage.State == layout.CoverageQuarantined
-		row.CleanupPolicy = b.Config.CleanupPolicy
-		row.ConfigSource = b.ConfigSource
-		if row.Blocked {
-			// No replay of a blocked partition: show the head's bounds.
-			h, _, err := layout.LoadHead(ctx, st, b.StreamID)
-			if err != nil {
-				row.Error, row.Err = fmt.Sprintf("read head: %v", err), err
-			} else {
-				row.LogStart, row.Head, row.LSO = h.Trim, h.Head, -1
-			}
-			out = append(out, row)
-			continue
-		}
-		res, err := recovery.Replay(ctx, st, b, recovery.Options{})
-		if err != nil {
-			row.Err = err
-			var me *stream.MissingError
-			if errors.As(err, &me) {
-				// Data loss: the row is still printed, with the head's
-				// bounds and the missing ranges; there is no state to show.
-				row.DataLoss = &DataLoss{Missing: me.Ranges}
-				row.LogStart, row.Head, row.LSO = me.Trim, me.Head, -1
-				row.Anchors = []int64{}
-			} else {
-				row.Error = err.Error()
-			}
-			out = append(out, row)
-			continue
-		}
-		row.LogStart = res.State.LogStart
-		row.Head = res.Head.Head
-		row.LSO = res.State.LSO()
-		row.TailObjects = res.Tail.Objects
-		row.Producers = len(res.State.Producers)
-		row.OpenTxns = len(res.State.Ongoing)
-		row.Anchors = []int64{}
-		for _, c := range res.Candidates {
-			row.Anchors = append(row.Anchors, c.Anchor)
-		}
-		if c := res.Chosen; c != nil {
-			a := c.Anchor
-			row.CheckpointAnchor = &a
-			if !c.Modified.IsZero() {
-				age := int64(now.Sub(c.Modified).Seconds())
-				row.CheckpointAgeSec = &age
-			}
-		}
-		out = append(out, row)
+	out, err := fleet.Map(ctx, parallel, tps, func(ctx context.Context, _ int, tp layout.TopicPartition) (Partition, error) {
+		return collectOne(ctx, st, tp, now), ctx.Err()
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// collectOne is one partition's row.
+func collectOne(ctx context.Context, st store.Store, tp layout.TopicPartition, now time.Time) Partition {
+	row := Partition{Topic: tp.Topic, Partition: tp.Partition}
+	b, _, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
+	if err != nil {
+		// A corrupt binding is corruption (exit 3), not an unreadable
+		// partition: Err carries the type for the exit code.
+		row.Error, row.Err = err.Error(), err
+		return row
+	}
+	row.Binding = b
+	row.StreamID = b.StreamID
+	row.Coverage = b.Coverage.State
+	row.CoverageStart, row.CoverageEnd = b.Coverage.Start, b.Coverage.End
+	row.Blocked = b.Coverage.State == layout.CoverageQuarantined
+	row.CleanupPolicy = b.Config.CleanupPolicy
+	row.ConfigSource = b.ConfigSource
+	if row.Blocked {
+		// No replay of a blocked partition: show the head's bounds.
+		h, _, err := layout.LoadHead(ctx, st, b.StreamID)
+		if err != nil {
+			row.Error, row.Err = fmt.Sprintf("read head: %v", err), err
+		} else {
+			row.LogStart, row.Head, row.LSO = h.Trim, h.Head, -1
+		}
+		return row
+	}
+	res, err := recovery.Replay(ctx, st, b, recovery.Options{})
+	if err != nil {
+		row.Err = err
+		var me *stream.MissingError
+		if errors.As(err, &me) {
+			// Data loss: the row is still printed, with the head's
+			// bounds and the missing ranges; there is no state to show.
+			row.DataLoss = &DataLoss{Missing: me.Ranges}
+			row.LogStart, row.Head, row.LSO = me.Trim, me.Head, -1
+			row.Anchors = []int64{}
+		} else {
+			row.Error = err.Error()
+		}
+		return row
+	}
+	row.LogStart = res.State.LogStart
+	row.Head = res.Head.Head
+	row.LSO = res.State.LSO()
+	row.TailObjects = res.Tail.Objects
+	row.Producers = len(res.State.Producers)
+	row.OpenTxns = len(res.State.Ongoing)
+	row.Anchors = []int64{}
+	for _, c := range res.Candidates {
+		row.Anchors = append(row.Anchors, c.Anchor)
+	}
+	if c := res.Chosen; c != nil {
+		a := c.Anchor
+		row.CheckpointAnchor = &a
+		if !c.Modified.IsZero() {
+			age := int64(now.Sub(c.Modified).Seconds())
+			row.CheckpointAgeSec = &age
+		}
+	}
+	return row
 }
 
 // Map draws each partition's offset line, scaled to width columns, in plain

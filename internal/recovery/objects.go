@@ -3,7 +3,9 @@ package recovery
 import (
 	"context"
 	"fmt"
+	"slices"
 
+	"github.com/nereusctl/nereusctl/internal/fleet"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
@@ -61,6 +63,68 @@ func (o *Objects) From(base int64) ([]layout.StreamObject, error) {
 			return nil, err
 		}
 		objs = append(objs, layout.StreamObject{Key: in.Key, Base: b, End: e, Size: in.Size, ETag: in.ETag})
+	}
+	o.objs, o.start, o.ok = objs, base, true
+	return objs, nil
+}
+
+// maxListRanges bounds how many ranges FromSplit lists at once, and
+// listPageKeys is how many keys one S3 LIST page holds: a range is cut
+// only where the objects the caller knows fill more than a page.
+const (
+	maxListRanges = 8
+	listPageKeys  = 1000
+)
+
+// FromSplit is From(base), listed as several ranges at once: splits are
+// object bases above base that the caller knows (a checkpoint's segment
+// bases and offset-index entries), and some of them, spread evenly, cut
+// the listing into ranges listed concurrently, one range per page's worth
+// (1,000) of known bases, at most maxListRanges. On S3, where pages come
+// one after another, a long stream's listing then costs a few rounds of
+// requests instead of one per page; a short one stays one LIST. The
+// result is exactly From(base)'s.
+func (o *Objects) FromSplit(base int64, splits []int64) ([]layout.StreamObject, error) {
+	if o.ok && (o.start < 0 || o.start <= base) {
+		return o.objs, nil
+	}
+	var cuts []int64
+	for _, s := range splits {
+		if s > base && (len(cuts) == 0 || s > cuts[len(cuts)-1]) {
+			cuts = append(cuts, s)
+		}
+	}
+	ranges := min(maxListRanges, (len(cuts)+listPageKeys-1)/listPageKeys)
+	if ranges <= 1 {
+		return o.From(base)
+	}
+	picked := make([]int64, 0, ranges-1)
+	for i := 1; i < ranges; i++ {
+		picked = append(picked, cuts[i*len(cuts)/ranges])
+	}
+	cuts = slices.Compact(picked)
+	prefix := layout.ObjectsPrefix(o.sid)
+	key := func(b int64) string { return prefix + fmt.Sprintf("%020d", b) }
+	starts := append([]int64{base}, cuts...)
+	parts, err := fleet.Map(o.ctx, len(starts), starts, func(ctx context.Context, i int, from int64) ([]store.ObjectInfo, error) {
+		before := ""
+		if i+1 < len(starts) {
+			before = key(starts[i+1])
+		}
+		return store.ListRange(ctx, o.st, prefix, key(from), before)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list objects: %w", err)
+	}
+	var objs []layout.StreamObject
+	for _, infos := range parts {
+		for _, in := range infos {
+			b, e, err := layout.ParseObjectKey(in.Key)
+			if err != nil {
+				return nil, err
+			}
+			objs = append(objs, layout.StreamObject{Key: in.Key, Base: b, End: e, Size: in.Size, ETag: in.ETag})
+		}
 	}
 	o.objs, o.start, o.ok = objs, base, true
 	return objs, nil

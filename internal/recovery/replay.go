@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"time"
 
@@ -272,8 +273,10 @@ func checkRetained(lister *Objects, b *layout.Binding, h *layout.Head, part *sta
 	if part != nil {
 		from = listFloor(part, h.Trim)
 	}
-	if from > 0 {
-		objs, err = lister.From(from)
+	if from >= 0 {
+		// The range from the trim's object to the head, listed in a few
+		// concurrent ranges cut at object bases the checkpoint knows.
+		objs, err = lister.FromSplit(from, knownBases(part, from))
 	} else {
 		objs, err = lister.All()
 	}
@@ -291,6 +294,27 @@ func checkRetained(lister *Objects, b *layout.Binding, h *layout.Head, part *sta
 		return nil
 	}
 	return exitcode.Wrap(exitcode.Verify, fmt.Errorf("replay %s: %w", b.Name(), &stream.MissingError{Ranges: missing, Trim: h.Trim, Head: h.Head}), HintDataLoss)
+}
+
+// knownBases are the object bases above from that the hydrated state
+// knows (segment bases, offset-index object bases, the anchor), ascending.
+func knownBases(part *state.Partition, from int64) []int64 {
+	var out []int64
+	for _, sg := range part.Segments {
+		if sg.Base > from {
+			out = append(out, sg.Base)
+		}
+		for _, x := range sg.OffsetIndex {
+			if x.ObjectBase > from {
+				out = append(out, x.ObjectBase)
+			}
+		}
+	}
+	if part.NextOffset > from {
+		out = append(out, part.NextOffset)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // listFloor returns the highest offset at or below trim where an object of

@@ -117,3 +117,9 @@ func (c *Counter) ListAfter(ctx context.Context, prefix, startAfter string) ([]O
 	c.list.Add(1)
 	return c.s.ListAfter(ctx, prefix, startAfter)
 }
+
+// ListRange counts one LIST (RangeLister).
+func (c *Counter) ListRange(ctx context.Context, prefix, startAfter, before string) ([]ObjectInfo, error) {
+	c.list.Add(1)
+	return ListRange(ctx, c.s, prefix, startAfter, before)
+}

@@ -94,3 +94,11 @@ func (l *Logged) ListAfter(ctx context.Context, prefix, startAfter string) ([]Ob
 	l.done(ctx, "list", prefix, start, err, "start_after", startAfter, "objects", len(out))
 	return out, err
 }
+
+// ListRange logs like ListAfter (RangeLister).
+func (l *Logged) ListRange(ctx context.Context, prefix, startAfter, before string) ([]ObjectInfo, error) {
+	start := time.Now()
+	out, err := ListRange(ctx, l.s, prefix, startAfter, before)
+	l.done(ctx, "list", prefix, start, err, "start_after", startAfter, "before", before, "objects", len(out))
+	return out, err
+}

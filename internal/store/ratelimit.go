@@ -87,3 +87,11 @@ func (r *RateLimit) ListAfter(ctx context.Context, prefix, startAfter string) ([
 	}
 	return r.s.ListAfter(ctx, prefix, startAfter)
 }
+
+// ListRange waits like ListAfter (RangeLister).
+func (r *RateLimit) ListRange(ctx context.Context, prefix, startAfter, before string) ([]ObjectInfo, error) {
+	if err := r.wait(ctx, "list", prefix); err != nil {
+		return nil, err
+	}
+	return ListRange(ctx, r.s, prefix, startAfter, before)
+}

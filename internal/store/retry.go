@@ -187,3 +187,12 @@ func (r *Retry) ListAfter(ctx context.Context, prefix, startAfter string) (l []O
 	})
 	return l, err
 }
+
+// ListRange retries like ListAfter (RangeLister).
+func (r *Retry) ListRange(ctx context.Context, prefix, startAfter, before string) (l []ObjectInfo, err error) {
+	_, err = r.do(ctx, "list", prefix, func() error {
+		l, err = ListRange(ctx, r.s, prefix, startAfter, before)
+		return err
+	})
+	return l, err
+}

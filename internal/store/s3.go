@@ -491,6 +491,12 @@ func (s *S3) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 }
 
 func (s *S3) ListAfter(ctx context.Context, prefix, startAfter string) ([]ObjectInfo, error) {
+	return s.ListRange(ctx, prefix, startAfter, "")
+}
+
+// ListRange is ListAfter that stops paging once a page reaches before
+// (RangeLister): a range of a long prefix costs its own pages only.
+func (s *S3) ListRange(ctx context.Context, prefix, startAfter, before string) ([]ObjectInfo, error) {
 	if err := ValidatePrefix(prefix); err != nil {
 		return nil, err
 	}
@@ -520,9 +526,21 @@ func (s *S3) ListAfter(ctx context.Context, prefix, startAfter string) ([]Object
 				Modified: aws.ToTime(o.LastModified),
 			})
 		}
+		if before != "" && len(page.Contents) > 0 {
+			// S3 pages are in key order: a page that reached before ends
+			// the range. (A server that walks directories out of order
+			// can only make the range look short; callers that find a
+			// hole in it confirm against a whole listing.)
+			if k, ok := strings.CutPrefix(aws.ToString(page.Contents[len(page.Contents)-1].Key), s.prefix); ok && k >= before {
+				break
+			}
+		}
 	}
 	// S3 lists in UTF-8 byte order; sort anyway, as some compatible
 	// servers walk directories instead.
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	if before != "" {
+		out = keysBefore(out, before)
+	}
 	return out, nil
 }

@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -170,6 +171,34 @@ func GetInto(ctx context.Context, s Store, key string, buf []byte) ([]byte, erro
 		return g.GetInto(ctx, key, buf)
 	}
 	return s.Get(ctx, key, nil)
+}
+
+// RangeLister is implemented by stores (and decorators) that can end a
+// listing at a key, so that a listing of one range of a long prefix costs
+// the pages of that range only, and several ranges can be listed at once.
+type RangeLister interface {
+	// ListRange lists the keys k with prefix and startAfter < k < before,
+	// sorted (before == "": no end, as ListAfter).
+	ListRange(ctx context.Context, prefix, startAfter, before string) ([]ObjectInfo, error)
+}
+
+// ListRange lists the keys with prefix in (startAfter, before) when s can
+// (RangeLister), else with ListAfter and a filter.
+func ListRange(ctx context.Context, s Store, prefix, startAfter, before string) ([]ObjectInfo, error) {
+	if r, ok := s.(RangeLister); ok {
+		return r.ListRange(ctx, prefix, startAfter, before)
+	}
+	all, err := s.ListAfter(ctx, prefix, startAfter)
+	if err != nil || before == "" {
+		return all, err
+	}
+	return keysBefore(all, before), nil
+}
+
+// keysBefore keeps the infos whose key sorts before before (infos sorted).
+func keysBefore(infos []ObjectInfo, before string) []ObjectInfo {
+	n := sort.Search(len(infos), func(i int) bool { return infos[i].Key >= before })
+	return infos[:n]
 }
 
 // Closer is implemented by backends that hold resources.

@@ -374,6 +374,27 @@ func testPagination(t *testing.T, mk func(*testing.T) *store.Counter) {
 	if err != nil || len(got) != 10 || got[0].Key != "many/00100" || got[9].Key != "many/00109" {
 		t.Fatalf("list many/0010: %d objects (%v)", len(got), err)
 	}
+	// ListRange: exactly the keys in (startAfter, before), across page
+	// boundaries, and no end with before "".
+	for _, r := range []struct {
+		after, before string
+		first, n      int
+	}{
+		{"many/00005", "many/00017", 6, 11},
+		{"many/00990", "many/01005", 991, 14},
+		{"many/0099", "many/01000", 990, 10},
+		{"", "many/00003", 0, 3},
+		{"many/01005", "", 1006, len(keys) - 1006},
+		{"many/00500", "many/00500", 0, 0},
+	} {
+		got, err := store.ListRange(ctx, s, "many/", r.after, r.before)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != r.n || (r.n > 0 && (got[0].Key != keys[r.first] || got[r.n-1].Key != keys[r.first+r.n-1])) {
+			t.Fatalf("ListRange(%q, %q): %d keys, want %d from %s", r.after, r.before, len(got), r.n, keys[min(r.first, len(keys)-1)])
+		}
+	}
 }
 
 // parallel runs fn(0..n-1) on workers goroutines and fails on any error.

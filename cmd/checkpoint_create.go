@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/fleet"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/store"
@@ -43,11 +44,32 @@ others are still done; the exit status is the worst over the partitions.` + exit
 			if err != nil {
 				return err
 			}
+			// --parallel partitions at once, each independent of the
+			// others (its own binding CAS and IfAbsent checkpoint); the
+			// outcomes are reported in the order named. A result keeps
+			// its state digest, not its replayed state.
+			type outcome struct {
+				r      *recovery.CreateResult
+				digest string
+				err    error
+			}
+			outs, err := fleet.Map(ctx, g.parallel(), tps, func(ctx context.Context, _ int, tp layout.TopicPartition) (outcome, error) {
+				r, err := checkpointCreateOne(ctx, st, tp, o.dryRun)
+				if err != nil {
+					return outcome{err: err}, ctx.Err()
+				}
+				d := r.Replay.Digest()
+				r.Replay = nil
+				return outcome{r: r, digest: d}, nil
+			})
+			if err != nil {
+				return err
+			}
 			results := []checkpointCreatePartitionJSON{}
 			var fails failures
 			rows := [][]string{}
-			for _, tp := range tps {
-				r, err := checkpointCreateOne(ctx, st, tp, o.dryRun)
+			for i, tp := range tps {
+				r, err := outs[i].r, outs[i].err
 				if err != nil {
 					// One partition's failure (a blocked coordinator, a
 					// corrupt object, a binding that does not decode)
@@ -57,7 +79,7 @@ others are still done; the exit status is the worst over the partitions.` + exit
 					rows = append(rows, []string{tp.String(), "-", "-", "error: " + err.Error(), ""})
 					continue
 				}
-				results = append(results, checkpointCreatePartitionJSON{Topic: tp.Topic, Partition: tp.Partition, Checkpoint: r, StateDigest: r.Replay.Digest()})
+				results = append(results, checkpointCreatePartitionJSON{Topic: tp.Topic, Partition: tp.Partition, Checkpoint: r, StateDigest: outs[i].digest})
 				action := "published"
 				switch {
 				case r.DryRun && r.Reused:

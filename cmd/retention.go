@@ -218,22 +218,7 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 // the top level).
 type retentionJSON struct {
 	trimJSON
-	Summary retentionSummaryJSON `json:"summary"`
-}
-
-// retentionSummaryJSON is the summary of retention run's JSON document.
-type retentionSummaryJSON struct {
-	DryRun            bool    `json:"dry_run"`
-	NowMs             int64   `json:"now_ms"`
-	Resumed           int     `json:"resumed"`
-	Trimmed           int     `json:"trimmed"`
-	Unchanged         int     `json:"unchanged"`
-	Errors            int     `json:"errors"`
-	GarbageBytes      int64   `json:"garbage_bytes"`
-	Seconds           float64 `json:"seconds"`
-	ProgressFile      string  `json:"progress_file,omitempty"`
-	ProgressDiscarded string  `json:"progress_discarded,omitempty"`
-	Interrupted       bool    `json:"interrupted,omitempty"`
+	Summary retention.JobSummary `json:"summary"`
 }
 
 // renderRetention prints a retention report: the JSON document or the
@@ -242,11 +227,7 @@ func renderRetention(g *globals, rep *retention.JobReport) error {
 	if g.json() {
 		return writeJSON(g.stdout, retentionJSON{
 			trimJSON: trimJSON{SchemaVersion: SchemaVersion, DryRun: rep.DryRun, Partitions: nonNil(rep.Partitions)},
-			Summary: retentionSummaryJSON{
-				DryRun: rep.DryRun, NowMs: rep.NowMs, Resumed: rep.Resumed, Trimmed: rep.Trimmed, Unchanged: rep.Unchanged,
-				Errors: rep.Errors, GarbageBytes: rep.GarbageBytes, Seconds: rep.Seconds, ProgressFile: rep.ProgressFile,
-				ProgressDiscarded: rep.ProgressDiscarded, Interrupted: rep.Interrupted,
-			},
+			Summary:  rep.JobSummary,
 		})
 	}
 	rows := make([][]string, 0, len(rep.Partitions))

@@ -86,11 +86,18 @@ const StaleProgressFactor = 6
 // the run refuses it rather than guessing (--restart discards it).
 var ErrProgressCorrupt = errors.New("progress file is corrupt")
 
-// JobReport is the outcome of a retention run.
+// JobReport is the outcome of a retention run: its partitions and the
+// summary of them.
 type JobReport struct {
-	DryRun     bool      `json:"dry_run"`
-	NowMs      int64     `json:"now_ms"`
+	JobSummary
 	Partitions []*Result `json:"partitions"`
+}
+
+// JobSummary is a retention run's counts and circumstances (the summary of
+// `retention run -o json`).
+type JobSummary struct {
+	DryRun bool  `json:"dry_run"`
+	NowMs  int64 `json:"now_ms"`
 	// Resumed counts partitions taken from an interrupted run's progress.
 	Resumed      int     `json:"resumed"`
 	Trimmed      int     `json:"trimmed"`
@@ -124,7 +131,7 @@ func RunJob(ctx context.Context, st store.Store, o JobOptions) (*JobReport, erro
 	if o.PlanOnly {
 		o.DryRun = true
 	}
-	rep := &JobReport{DryRun: o.DryRun, Partitions: []*Result{}}
+	rep := &JobReport{JobSummary: JobSummary{DryRun: o.DryRun}, Partitions: []*Result{}}
 	targets := make([]string, len(o.Partitions))
 	for i, tp := range o.Partitions {
 		targets[i] = tp.String()

@@ -3,7 +3,6 @@ package verify
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
@@ -23,28 +22,19 @@ var ErrHeadRollback = errors.New("stream head is below data the stream holds")
 // IsMalformed reports whether err is a malformed stored document.
 func IsMalformed(err error) bool { return errors.Is(err, ErrMalformed) }
 
-// readDoc reads a document's bytes; a document over the size cap is
-// malformed (no writer makes one), any other failure is returned as is.
-func readDoc(ctx context.Context, st store.Store, key string) ([]byte, error) {
-	data, err := store.GetCapped(ctx, st, key, layout.MaxDocumentBytes)
-	if errors.Is(err, store.ErrTooLarge) {
-		return nil, malformed(err)
-	}
-	return data, err
-}
-
-// malformed marks err as ErrMalformed. A document layout already calls
-// corrupt keeps layout's message (it names the key and the field); a
-// legacy document (no digest) is not malformed: its error says to run
-// store upgrade, and stays as it is.
+// malformed marks err as ErrMalformed when it says the stored bytes are
+// wrong: a document layout calls corrupt (its message names the key and
+// the field, and is kept) or one over the size cap (no writer makes one).
+// Anything else — an I/O failure, a missing key, a legacy document without
+// a digest (its error says to run store upgrade) — is returned as it is.
 func malformed(err error) error {
 	switch {
 	case errors.Is(err, layout.ErrLegacyDocument):
 		return err
-	case errors.Is(err, layout.ErrCorruptDocument):
+	case errors.Is(err, layout.ErrCorruptDocument), errors.Is(err, store.ErrTooLarge):
 		return malformedError{err}
 	}
-	return fmt.Errorf("%w: %w", ErrMalformed, err)
+	return err
 }
 
 // malformedError is ErrMalformed with the message of the error it wraps.
@@ -54,57 +44,32 @@ func (e malformedError) Error() string        { return e.err.Error() }
 func (e malformedError) Unwrap() error        { return e.err }
 func (e malformedError) Is(target error) bool { return target == ErrMalformed }
 
-// LoadBinding reads a binding like layout.LoadBinding, marking bytes that do
-// not decode (or name another partition) as ErrMalformed.
+// LoadBinding is layout.LoadBinding with stored bytes that do not decode
+// (or name another partition) marked ErrMalformed.
 func LoadBinding(ctx context.Context, st store.Store, tp layout.TopicPartition) (*layout.Binding, string, error) {
-	key := layout.BindingKey(tp.Topic, tp.Partition)
-	data, err := readDoc(ctx, st, key)
+	b, etag, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
 	if err != nil {
-		return nil, "", err
-	}
-	var b layout.Binding
-	if err := layout.Decode(key, data, &b); err != nil {
 		return nil, "", malformed(err)
 	}
-	if b.Topic != tp.Topic || b.Partition != tp.Partition {
-		return nil, "", malformed(fmt.Errorf("decode %s: names %s-%d", key, b.Topic, b.Partition))
-	}
-	return &b, store.ETagOf(data), nil
+	return b, etag, nil
 }
 
-// LoadHead reads a stream head like layout.LoadHead, marking bytes that do
-// not decode as ErrMalformed.
-func LoadHead(ctx context.Context, st store.Store, sid string) (*layout.Head, string, error) {
-	key := layout.HeadKey(sid)
-	data, err := readDoc(ctx, st, key)
-	if err != nil {
-		return nil, "", err
-	}
-	var h layout.Head
-	if err := layout.Decode(key, data, &h); err != nil {
-		return nil, "", malformed(err)
-	}
-	if h.StreamID != sid {
-		return nil, "", malformed(fmt.Errorf("decode %s: names stream %s", key, h.StreamID))
-	}
-	return &h, store.ETagOf(data), nil
-}
-
-// LoadGeneration reads a generation manifest like layout.LoadGeneration
-// (returning the SHA-256 of its bytes), marking bytes that do not decode as
+// LoadHead is layout.LoadHead with bytes that do not decode marked
 // ErrMalformed.
-func LoadGeneration(ctx context.Context, st store.Store, sid string, gen int64) (*layout.Generation, string, error) {
-	key := layout.GenerationKey(sid, gen)
-	data, err := readDoc(ctx, st, key)
+func LoadHead(ctx context.Context, st store.Store, sid string) (*layout.Head, string, error) {
+	h, etag, err := layout.LoadHead(ctx, st, sid)
 	if err != nil {
-		return nil, "", err
-	}
-	var g layout.Generation
-	if err := layout.Decode(key, data, &g); err != nil {
 		return nil, "", malformed(err)
 	}
-	if g.StreamID != sid || g.Gen != gen {
-		return nil, "", malformed(fmt.Errorf("decode %s: names stream %s generation %d", key, g.StreamID, g.Gen))
+	return h, etag, nil
+}
+
+// LoadGeneration is layout.LoadGeneration (the manifest and the SHA-256 of
+// its bytes) with bytes that do not decode marked ErrMalformed.
+func LoadGeneration(ctx context.Context, st store.Store, sid string, gen int64) (*layout.Generation, string, error) {
+	g, sum, err := layout.LoadGeneration(ctx, st, sid, gen)
+	if err != nil {
+		return nil, "", malformed(err)
 	}
-	return &g, store.SHA256Of(data), nil
+	return g, sum, nil
 }

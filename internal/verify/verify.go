@@ -714,14 +714,8 @@ func RecordsAll(ctx context.Context, st store.Store) ([]layout.Quarantine, []Rec
 			continue
 		}
 		var q layout.Quarantine
-		data, err := readDoc(ctx, st, in.Key)
-		if err == nil {
-			if err = layout.Decode(in.Key, data, &q); err != nil {
-				err = malformed(err)
-			}
-		}
-		if err != nil {
-			err = fmt.Errorf("quarantine record %s: %w", in.Key, err)
+		if _, err := layout.Load(ctx, st, in.Key, &q); err != nil {
+			err = fmt.Errorf("quarantine record %s: %w", in.Key, malformed(err))
 			bad = append(bad, RecordFailure{Key: in.Key, Error: err.Error(), err: err})
 			continue
 		}

@@ -45,8 +45,19 @@ func TestLeaseLogsItsLife(t *testing.T) {
 			t.Errorf("log lacks %q:\n%s", want, out)
 		}
 	}
-	// Without a logger nothing is written anywhere (and nothing panics).
-	if _, err := Acquire(ctx, store.NewMem(t.Name()+"-quiet"), "job", "h", time.Minute, c.now); err != nil {
+	// A lease without a logger (Acquire) lives the same life: a nil Log
+	// is never called.
+	q, err := Acquire(ctx, store.NewMem(t.Name()+"-quiet"), "job", "h", time.Minute, c.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.Log != nil {
+		t.Fatal("Acquire set a logger")
+	}
+	if err := q.Renew(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -73,7 +73,7 @@ func (g *globals) store(ctx context.Context) (store.Store, error) {
 	if g.st != nil {
 		return g.st, nil
 	}
-	st, err := openStoreLogged(ctx, g.cfg, g.createStore, g.logger())
+	st, err := openStore(ctx, g.cfg, g.createStore, g.logger())
 	if err != nil {
 		if h := errorHint(err); h != "" {
 			// access or credentials refused: not a usage error

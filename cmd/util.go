@@ -20,13 +20,9 @@ func isTerminal(w io.Writer) bool {
 
 // openStore opens the configured store with retry and rate limiting;
 // create makes a missing file:// root (demo, import).
-func openStore(ctx context.Context, cfg Config, create bool) (store.Store, error) {
-	return openStoreLogged(ctx, cfg, create, nil)
-}
-
-// openStoreLogged is openStore with a logger: each store request at debug
-// level, retries and lost preconditions at info, give-ups at warn.
-func openStoreLogged(ctx context.Context, cfg Config, create bool, log *slog.Logger) (store.Store, error) {
+// log (nil: none) gets each store request at debug level, retries and lost
+// preconditions at info, give-ups at warn.
+func openStore(ctx context.Context, cfg Config, create bool, log *slog.Logger) (store.Store, error) {
 	st, err := store.Open(ctx, cfg.Store, store.OpenOptions{
 		S3Endpoint:  cfg.S3Endpoint,
 		S3Region:    cfg.S3Region,

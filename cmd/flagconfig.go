@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"time"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -210,6 +211,21 @@ func decodeConfig(v *viper.Viper, fs *pflag.FlagSet, cfgFile string, fileKeys ma
 		}
 		return 0
 	}
+	duration := func(key string) time.Duration {
+		switch t := v.Get(key).(type) {
+		case time.Duration:
+			return t
+		case string:
+			d, err := time.ParseDuration(t)
+			if err == nil {
+				return d
+			}
+			errs = append(errs, fmt.Errorf("%s: %q: want a duration such as 30s or 2m", settingSource(fs, key, cfgFile, fileKeys), t))
+		default:
+			errs = append(errs, fmt.Errorf("%s: want a duration such as 30s or 2m", settingSource(fs, key, cfgFile, fileKeys)))
+		}
+		return 0
+	}
 	c.Store = str("store")
 	c.Output = str("output")
 	c.LogLevel = str("log-level")
@@ -219,6 +235,7 @@ func decodeConfig(v *viper.Viper, fs *pflag.FlagSet, cfgFile string, fileKeys ma
 	c.S3AllowHTTP = boolean("s3-allow-http")
 	c.MaxRequestsPerSecond = number("max-requests-per-second")
 	c.Parallel = integer("parallel")
+	c.LeaseWait = duration("lease-wait")
 	c.Stats = boolean("stats")
 	c.Quiet = boolean("quiet")
 	return c, errors.Join(errs...)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/fleet"
+	"github.com/nereusctl/nereusctl/internal/lease"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
 
@@ -32,17 +34,18 @@ var (
 
 // Config is the resolved global configuration (flag > env > file > default).
 type Config struct {
-	Store                string  `mapstructure:"store"`
-	Output               string  `mapstructure:"output"`
-	LogLevel             string  `mapstructure:"log-level"`
-	S3Endpoint           string  `mapstructure:"s3-endpoint"`
-	S3Region             string  `mapstructure:"s3-region"`
-	S3PathStyle          bool    `mapstructure:"s3-path-style"`
-	S3AllowHTTP          bool    `mapstructure:"s3-allow-http"`
-	MaxRequestsPerSecond float64 `mapstructure:"max-requests-per-second"`
-	Parallel             int     `mapstructure:"parallel"`
-	Stats                bool    `mapstructure:"stats"`
-	Quiet                bool    `mapstructure:"quiet"`
+	Store                string        `mapstructure:"store"`
+	Output               string        `mapstructure:"output"`
+	LogLevel             string        `mapstructure:"log-level"`
+	S3Endpoint           string        `mapstructure:"s3-endpoint"`
+	S3Region             string        `mapstructure:"s3-region"`
+	S3PathStyle          bool          `mapstructure:"s3-path-style"`
+	S3AllowHTTP          bool          `mapstructure:"s3-allow-http"`
+	MaxRequestsPerSecond float64       `mapstructure:"max-requests-per-second"`
+	Parallel             int           `mapstructure:"parallel"`
+	LeaseWait            time.Duration `mapstructure:"lease-wait"`
+	Stats                bool          `mapstructure:"stats"`
+	Quiet                bool          `mapstructure:"quiet"`
 }
 
 // DefaultStore is the embedded default: a local directory.
@@ -64,6 +67,8 @@ type globals struct {
 	resolved bool
 	// createStore lets the store be created (a missing file:// root).
 	createStore bool
+	// holder is this run's lease holder id (lease.Holder), made once.
+	holder string
 }
 
 func (g *globals) json() bool { return g.cfg.Output == "json" }
@@ -291,6 +296,7 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 	f.Bool("s3-allow-http", false, "allow a plain http:// S3 endpoint that is not on loopback")
 	f.Float64("max-requests-per-second", 0, "limit store requests per second (0: unlimited; else at least 0.01)")
 	f.Int("parallel", 0, fmt.Sprintf("partitions worked on at once by commands over many partitions (0: the store's default, %d on s3://, %d on file://; at most %d)", fleet.DefaultS3, fleet.DefaultFile, fleet.Max))
+	f.Duration("lease-wait", lease.DefaultWait, "how long a command waits for a partition another job holds (its partition lease) before it reports that partition blocked (exit 4); 0s: not at all")
 	f.Bool("stats", false, "print the store request counts (GET/PUT/LIST/HEAD/DELETE) to stderr at the end")
 	f.BoolP("quiet", "q", false, "print no progress and no tour; errors still go to stderr")
 
@@ -378,6 +384,9 @@ func (g *globals) resolve(cmd *cobra.Command) error {
 	}
 	if g.cfg.Parallel < 0 || g.cfg.Parallel > fleet.Max {
 		return exitcode.UsageErr(fmt.Errorf("--parallel %d: want 0 (the store's default) to %d", g.cfg.Parallel, fleet.Max))
+	}
+	if g.cfg.LeaseWait < 0 {
+		return exitcode.UsageErr(fmt.Errorf("--lease-wait %s: want 0s or more", g.cfg.LeaseWait))
 	}
 	g.log = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))
 	g.resolved = true

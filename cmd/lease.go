@@ -1,0 +1,44 @@
+package cmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/lease"
+	"github.com/nereusctl/nereusctl/internal/store"
+)
+
+// leaseOptions are how this run takes partition leases: one holder id for
+// the whole process run, --lease-wait, and the run's logger.
+func (g *globals) leaseOptions() lease.Options {
+	if g.holder == "" {
+		g.holder = lease.Holder()
+	}
+	return lease.Options{Holder: g.holder, Wait: g.cfg.LeaseWait, Log: g.log}
+}
+
+// withPartition runs fn holding tp's partition lease (docs/design.md,
+// "Leases"). A lease another job keeps past --lease-wait is exit 4 naming
+// the holder.
+func (g *globals) withPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, fn func(ctx context.Context) error) error {
+	return leaseErr(tp, lease.WithPartition(ctx, st, tp, g.leaseOptions(), fn))
+}
+
+// leaseErr gives a held or lost partition lease its exit code and hint.
+func leaseErr(tp layout.TopicPartition, err error) error {
+	var he *lease.HeldError
+	switch {
+	case errors.As(err, &he):
+		return exitcode.BlockedErr(fmt.Errorf("%s: %w", tp, he),
+			fmt.Sprintf("another job is changing %s; wait for it (its lease expires at %s unless renewed), or rerun with a longer --lease-wait",
+				tp, he.Until.UTC().Format(time.RFC3339)))
+	case errors.Is(err, lease.ErrLost):
+		return exitcode.BlockedErr(fmt.Errorf("%s: %w", tp, err),
+			"another job took this partition's lease over (this run could not renew it in time); rerun: every step is idempotent")
+	}
+	return err
+}

@@ -46,6 +46,7 @@ type Config struct {
 	LeaseWait            time.Duration `mapstructure:"lease-wait"`
 	Stats                bool          `mapstructure:"stats"`
 	Quiet                bool          `mapstructure:"quiet"`
+	NoProgress           bool          `mapstructure:"no-progress"`
 }
 
 // DefaultStore is the embedded default: a local directory.
@@ -61,8 +62,11 @@ type globals struct {
 	log     *slog.Logger
 	st      store.Store
 	counter *store.Counter
-	// isTTY reports whether stdout is a terminal (progress, colours, maps).
+	// isTTY reports whether stdout is a terminal (colours, maps).
 	isTTY bool
+	// stderrTTY reports whether stderr is a terminal: progress is drawn
+	// there only then (tests set it to drive the bar into a buffer).
+	stderrTTY bool
 	// resolved is set once the configuration is resolved.
 	resolved bool
 	// createStore lets the store be created (a missing file:// root).
@@ -72,6 +76,9 @@ type globals struct {
 }
 
 func (g *globals) json() bool { return g.cfg.Output == "json" }
+
+// machineOutput reports an output for programs (json, yaml): no progress.
+func (g *globals) machineOutput() bool { return g.cfg.Output == "json" || g.cfg.Output == "yaml" }
 
 // store opens the configured store once, wrapped in the decorators.
 func (g *globals) store(ctx context.Context) (store.Store, error) {
@@ -93,7 +100,7 @@ func (g *globals) store(ctx context.Context) (store.Store, error) {
 
 // Execute runs nereusctl with args and returns the process exit status.
 func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return execute(ctx, &globals{stderr: stderr, isTTY: isTerminal(stdout)}, args, stdout)
+	return execute(ctx, &globals{stderr: stderr, isTTY: isTerminal(stdout), stderrTTY: isTerminal(stderr)}, args, stdout)
 }
 
 // execute runs one command line with g (tests preset g.st and g.counter to
@@ -299,6 +306,7 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 	f.Duration("lease-wait", lease.DefaultWait, "how long a command waits for a partition another job holds (its partition lease) before it reports that partition blocked (exit 4); 0s: not at all")
 	f.Bool("stats", false, "print the store request counts (GET/PUT/LIST/HEAD/DELETE) to stderr at the end")
 	f.BoolP("quiet", "q", false, "print no progress and no tour; errors still go to stderr")
+	f.Bool("no-progress", false, "draw no progress bar (one is drawn on stderr only when stderr is a terminal, never under -o json)")
 
 	root.AddCommand(
 		newVersionCmd(g),

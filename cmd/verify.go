@@ -116,7 +116,7 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 	// one that cannot be read is a reported failure, never the end of the
 	// run.
 	reps, err := fleet.Map(ctx, g.parallel(), tps, func(ctx context.Context, _ int, tp layout.TopicPartition) (*verify.Report, error) {
-		return verify.Named(ctx, st, tp, verify.Options{Deep: o.deep, Sample: sample, ReadOnly: o.readOnly, NowMs: time.Now().UnixMilli(), Progress: prog.add}), ctx.Err()
+		return verify.Named(ctx, st, tp, verify.Options{Deep: o.deep, Sample: sample, ReadOnly: o.readOnly, NowMs: time.Now().UnixMilli(), Progress: prog.add, Total: prog.grow}), ctx.Err()
 	})
 	if err != nil {
 		return err

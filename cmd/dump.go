@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"bufio"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -105,7 +104,7 @@ func runDump(cmd *cobra.Command, g *globals, opt dumplog.Options, arg string, ra
 	if note != "" && !raw {
 		fmt.Fprintf(g.stderr, "note: %s\n", note)
 	}
-	w := bufio.NewWriterSize(g.stdout, 64<<10)
+	w := newStreamWriter(g)
 	logStart, head := src.Bounds()
 	if g.json() {
 		err = writeJSONLine(w, dumpHeaderJSON{Head: head, LogStart: logStart, Partition: b.Partition, SchemaVersion: SchemaVersion,
@@ -145,7 +144,7 @@ func runDumpView(cmd *cobra.Command, g *globals, opt dumplog.Options, b *layout.
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriterSize(g.stdout, 64<<10)
+	w := newStreamWriter(g)
 	if g.json() {
 		err = writeJSONLine(w, dumpViewHeaderJSON{CompactedEnd: b.Coverage.End, CompactedStart: b.Coverage.Start, Partition: b.Partition, SchemaVersion: SchemaVersion,
 			Source: "read_committed_view", StreamID: b.StreamID, Topic: b.Topic, Type: "dump"})

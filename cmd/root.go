@@ -75,7 +75,13 @@ type globals struct {
 	holder string
 }
 
-func (g *globals) json() bool { return g.cfg.Output == "json" }
+// json reports a document output (-o json or -o yaml): the command
+// writes its typed document with writeJSON, which renders YAML under -o
+// yaml.
+func (g *globals) json() bool { return g.machineOutput() }
+
+// wide reports -o wide: tables with their extra columns.
+func (g *globals) wide() bool { return g.cfg.Output == "wide" }
 
 // machineOutput reports an output for programs (json, yaml): no progress.
 func (g *globals) machineOutput() bool { return g.cfg.Output == "json" || g.cfg.Output == "yaml" }
@@ -167,7 +173,8 @@ func (g *globals) reportError(root, failed *cobra.Command, args []string, out *t
 	if hint != "" {
 		fmt.Fprintf(g.stderr, "hint: %s\n", hint)
 	}
-	if !g.wantsJSON(root, args) || out.n > 0 {
+	format := g.wantsDocument(root, args)
+	if format == "" || out.n > 0 {
 		return
 	}
 	doc := errorDocument{SchemaVersion: SchemaVersion, Error: errorBody{
@@ -177,7 +184,7 @@ func (g *globals) reportError(root, failed *cobra.Command, args []string, out *t
 	if doc.Error.Object == "" {
 		doc.Error.Object = store.KeyOf(err)
 	}
-	writeJSON(out.w, doc)
+	writeJSON(&trackedWriter{w: out.w, yaml: format == "yaml"}, doc)
 }
 
 // errorDocument is the JSON document of a failed run.
@@ -195,29 +202,40 @@ type errorBody struct {
 	Check   string `json:"check,omitempty"`
 }
 
-// wantsJSON reports -o json for the error document, also when the run
-// failed before the configuration was resolved (a flag error): then the
-// parsed flag, NEREUSCTL_OUTPUT, or the raw arguments decide.
-func (g *globals) wantsJSON(root *cobra.Command, args []string) bool {
+// wantsDocument is the format of the error document: "json" or "yaml"
+// under -o json or -o yaml, else "" (none). Also when the run failed
+// before the configuration was resolved (a flag error): then the parsed
+// flag, NEREUSCTL_OUTPUT, or the raw arguments decide.
+func (g *globals) wantsDocument(root *cobra.Command, args []string) string {
+	doc := func(f string) string {
+		if f == "json" || f == "yaml" {
+			return f
+		}
+		return ""
+	}
 	if g.resolved {
-		return g.json()
+		return doc(g.cfg.Output)
 	}
 	if fl := root.PersistentFlags().Lookup("output"); fl != nil && fl.Changed {
-		return fl.Value.String() == "json"
+		return doc(fl.Value.String())
 	}
 	for i, a := range args {
 		switch {
 		case a == "--":
-			return false
-		case a == "-ojson", a == "--output=json", a == "-o=json":
-			return true
+			return ""
+		case strings.HasPrefix(a, "--output="):
+			return doc(strings.TrimPrefix(a, "--output="))
+		case strings.HasPrefix(a, "-o="):
+			return doc(strings.TrimPrefix(a, "-o="))
+		case strings.HasPrefix(a, "-o") && len(a) > 2:
+			return doc(strings.TrimPrefix(a, "-o"))
 		case (a == "-o" || a == "--output") && i+1 < len(args):
-			if args[i+1] == "json" {
-				return true
+			if f := doc(args[i+1]); f != "" {
+				return f
 			}
 		}
 	}
-	return os.Getenv("NEREUSCTL_OUTPUT") == "json"
+	return doc(os.Getenv("NEREUSCTL_OUTPUT"))
 }
 
 // errorHint is the operator hint of err: the one attached to it, else one
@@ -243,7 +261,11 @@ func errorHint(err error) string {
 type trackedWriter struct {
 	w io.Writer
 	n int64
+	// yaml is set under -o yaml (writeJSON renders YAML into it).
+	yaml bool
 }
+
+func (t *trackedWriter) yamlOutput() bool { return t.yaml }
 
 func (t *trackedWriter) Write(p []byte) (int, error) {
 	n, err := t.w.Write(p)
@@ -280,7 +302,16 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 			}
 			return g.resolve(cmd)
 		},
+		// --version prints what `version` prints; nereusctl alone, its help.
+		Args: unknownSubcommand,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if v, _ := cmd.Flags().GetBool("version"); v {
+				return runVersion(g)
+			}
+			return cmd.Help()
+		},
 	}
+	root.Flags().Bool("version", false, "print the version, as 'nereusctl version' does (-o json too)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		// "checkpoint veriy --all": cobra found the parent and parsed
 		// the flags meant for the subcommand against it; the mistyped
@@ -295,7 +326,7 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 	f := root.PersistentFlags()
 	f.String("store", DefaultStore, "store URL: file:///dir (embedded default), s3://bucket/prefix, mem://name (env NEREUSCTL_STORE)")
 	f.String("config", "", "config file (YAML; default $XDG_CONFIG_HOME/nereusctl/config.yaml if present)")
-	f.StringP("output", "o", "table", "output format: table or json")
+	f.StringP("output", "o", "table", "output format: table, wide (a table with more columns: status, checkpoint list, quarantine list), json, or yaml (the json document as YAML)")
 	f.String("log-level", "warn", "log level on stderr: debug (every store request), info (retries), warn, error")
 	f.String("s3-endpoint", "", "S3 endpoint URL for S3-compatible stores (http:// only on loopback unless --s3-allow-http)")
 	f.String("s3-region", "", "S3 region (default from the AWS chain, else us-east-1)")
@@ -379,9 +410,12 @@ func (g *globals) resolve(cmd *cobra.Command) error {
 	}
 	g.cfg = cfg
 	switch g.cfg.Output {
-	case "table", "json":
+	case "table", "wide", "json", "yaml":
 	default:
-		return exitcode.UsageErr(fmt.Errorf("-o %q: want table or json", g.cfg.Output))
+		return exitcode.UsageErr(fmt.Errorf("-o %q: want table, wide, json or yaml", g.cfg.Output))
+	}
+	if t, ok := g.stdout.(*trackedWriter); ok {
+		t.yaml = g.cfg.Output == "yaml"
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(g.cfg.LogLevel)); err != nil {

@@ -239,6 +239,8 @@ func decodeConfig(v *viper.Viper, fs *pflag.FlagSet, cfgFile string, fileKeys ma
 	c.Stats = boolean("stats")
 	c.Quiet = boolean("quiet")
 	c.NoProgress = boolean("no-progress")
+	c.RequestTimeout = duration("request-timeout")
+	c.Timeout = duration("timeout")
 	return c, errors.Join(errs...)
 }
 

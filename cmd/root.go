@@ -47,7 +47,14 @@ type Config struct {
 	Stats                bool          `mapstructure:"stats"`
 	Quiet                bool          `mapstructure:"quiet"`
 	NoProgress           bool          `mapstructure:"no-progress"`
+	RequestTimeout       time.Duration `mapstructure:"request-timeout"`
+	Timeout              time.Duration `mapstructure:"timeout"`
 }
+
+// DefaultRequestTimeout bounds one store request (its body included): far
+// above what a healthy endpoint needs for the largest object, so that it
+// only cuts a request nobody answers.
+const DefaultRequestTimeout = 5 * time.Minute
 
 // DefaultStore is the embedded default: a local directory.
 const DefaultStore = "file://./nereus-data"
@@ -73,6 +80,18 @@ type globals struct {
 	createStore bool
 	// holder is this run's lease holder id (lease.Holder), made once.
 	holder string
+	// deadline is the --timeout context of the command (nil without one)
+	// and cancelDeadline its cancel.
+	deadline       context.Context
+	cancelDeadline context.CancelFunc
+}
+
+// errTimedOut is the cause of a --timeout deadline.
+var errTimedOut = errors.New("--timeout reached")
+
+// timedOut reports whether the run's --timeout ended it.
+func (g *globals) timedOut() bool {
+	return g.deadline != nil && errors.Is(context.Cause(g.deadline), errTimedOut)
 }
 
 // json reports a document output (-o json or -o yaml): the command
@@ -120,8 +139,22 @@ func execute(ctx context.Context, g *globals, args []string, stdout io.Writer) i
 	root.SetOut(out)
 	root.SetErr(stderr)
 	failed, err := root.ExecuteContextC(ctx)
+	if g.cancelDeadline != nil {
+		defer g.cancelDeadline()
+	}
 	if failed == nil {
 		failed = root
+	}
+	if ctx.Err() == nil && g.timedOut() {
+		// The deadline passed before the command returned: its verdict is
+		// incomplete, whatever the step under way returned (never 0 — a
+		// step may have taken the cut for an empty answer — and never a
+		// finding or a block it could not finish checking).
+		if err == nil {
+			err = errors.New("the deadline passed before the command returned")
+		}
+		err = exitcode.Wrap(exitcode.Error, fmt.Errorf("%s: timed out after %s (--timeout): %w", strings.TrimPrefix(failed.CommandPath(), "nereusctl "), g.cfg.Timeout, err),
+			"the work done so far is kept and every step is idempotent: rerun the same command, with a longer --timeout, to finish")
 	}
 	if g.cfg.Stats && g.counter != nil {
 		fmt.Fprintf(stderr, "requests: %s\n", g.counter.Counts())
@@ -249,6 +282,8 @@ func errorHint(err error) string {
 		return "check the AWS credentials: AWS_PROFILE, AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or the shared config and credentials files (the AWS default credential chain)"
 	case errors.Is(err, store.ErrNoSuchBucket):
 		return "check the bucket in --store s3://BUCKET/PREFIX, and --s3-endpoint and --s3-region"
+	case store.IsRequestTimeout(err):
+		return "the store did not answer a request within --request-timeout, nor its retries: check the endpoint (--store, --s3-endpoint) and the network, or raise --request-timeout for very large objects on a slow link"
 	case store.IsAccessDenied(err):
 		return "the store refused access: check its permissions (file:// folder and file modes, the S3 bucket policy or IAM role) and that --store names the right place"
 	}
@@ -300,7 +335,11 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 			if err := cmd.ValidateFlagGroups(); err != nil {
 				return exitcode.UsageErr(err)
 			}
-			return g.resolve(cmd)
+			if err := g.resolve(cmd); err != nil {
+				return err
+			}
+			g.startDeadline(cmd)
+			return nil
 		},
 		// --version prints what `version` prints; nereusctl alone, its help.
 		Args: unknownSubcommand,
@@ -337,6 +376,8 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 	f.Duration("lease-wait", lease.DefaultWait, "how long a command waits for a partition another job holds (its partition lease) before it reports that partition blocked (exit 4); 0s: not at all")
 	f.Bool("stats", false, "print the store request counts (GET/PUT/LIST/HEAD/DELETE) to stderr at the end")
 	f.BoolP("quiet", "q", false, "print no progress and no tour; errors still go to stderr")
+	f.Duration("request-timeout", DefaultRequestTimeout, "cut a store request (HEAD, GET with its body, PUT, DELETE, LIST) that has not finished after this long; it is retried like a transient failure. 0s: no limit")
+	f.Duration("timeout", 0, "end the whole command after this long (exit 1, \"timed out\"); the work done so far is kept and a rerun resumes it. 0s: no limit")
 	f.Bool("no-progress", false, "draw no progress bar (one is drawn on stderr only when stderr is a terminal, never under -o json)")
 
 	root.AddCommand(
@@ -430,6 +471,12 @@ func (g *globals) resolve(cmd *cobra.Command) error {
 	if g.cfg.LeaseWait < 0 {
 		return exitcode.UsageErr(fmt.Errorf("--lease-wait %s: want 0s or more", g.cfg.LeaseWait))
 	}
+	if g.cfg.RequestTimeout < 0 {
+		return exitcode.UsageErr(fmt.Errorf("--request-timeout %s: want 0s (no limit) or more", g.cfg.RequestTimeout))
+	}
+	if g.cfg.Timeout < 0 {
+		return exitcode.UsageErr(fmt.Errorf("--timeout %s: want 0s (no limit) or more", g.cfg.Timeout))
+	}
 	g.log = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))
 	g.resolved = true
 	return nil
@@ -497,4 +544,17 @@ func (g *globals) parallel() int {
 		return g.cfg.Parallel
 	}
 	return fleet.DefaultFor(g.cfg.Store)
+}
+
+// startDeadline gives the command's context the --timeout deadline.
+func (g *globals) startDeadline(cmd *cobra.Command) {
+	if g.cfg.Timeout <= 0 || g.deadline != nil {
+		return
+	}
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	g.deadline, g.cancelDeadline = context.WithTimeoutCause(ctx, g.cfg.Timeout, errTimedOut)
+	cmd.SetContext(g.deadline)
 }

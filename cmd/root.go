@@ -387,6 +387,7 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 	addCommands(root, g)
 	root.SetHelpCommand(newHelpCmd())
 	strictCommands(root)
+	registerCompletions(root, g)
 	return root
 }
 

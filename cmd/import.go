@@ -169,7 +169,10 @@ func runImport(cmd *cobra.Command, g *globals, o *importOptions) error {
 			return err
 		}
 	}
-	prog := newProgress(g, "importing", im.Size())
+	var prog *progress // a dry run writes nothing
+	if !o.DryRun {
+		prog = newProgress(g, "importing", im.Size())
+	}
 	defer prog.done()
 	im.SetProgress(prog.add)
 	res, err := im.Run(ctx, st)

@@ -46,6 +46,7 @@ func TestProgressDrawsOnStderrTerminal(t *testing.T) {
 		{"compact", []string{"compact", "--all"}, true, "/5, "},
 		{"gc", []string{"gc", "--dry-run"}, true, "/9, "},
 		{"verify deep", []string{"verify", "--all", "--deep"}, true, " kB, "},
+		{"verify", []string{"verify", "--all"}, true, "/9, "},
 		{"import", []string{"--store", "mem://progress-import", "import", "kafka-log", "../testdata/kafka/kafka-2.7-compacted/__consumer_offsets-17"}, false, "/611 B, "},
 		{"retention run", []string{"retention", "run", "--all", "--dry-run"}, true, "/9, "},
 	}

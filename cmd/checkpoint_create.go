@@ -53,7 +53,10 @@ others are still done; the exit status is the worst over the partitions.` + exit
 				digest string
 				err    error
 			}
+			prog := g.progress("partitions", int64(len(tps)))
+			defer prog.done()
 			outs, err := fleet.Map(ctx, g.parallel(), tps, func(ctx context.Context, _ int, tp layout.TopicPartition) (outcome, error) {
+				defer prog.add(1)
 				r, err := checkpointCreateOne(ctx, st, tp, o.dryRun)
 				if err != nil {
 					return outcome{err: err}, ctx.Err()
@@ -65,6 +68,7 @@ others are still done; the exit status is the worst over the partitions.` + exit
 			if err != nil {
 				return err
 			}
+			prog.done()
 			results := []checkpointCreatePartitionJSON{}
 			var fails failures
 			rows := [][]string{}

@@ -54,12 +54,25 @@ reference). The one the binding refers to is marked.` + exitStatusHelp(),
 					age = now.Sub(e.Modified).Round(time.Second).String()
 				}
 				root := e.Root
-				if len(root) > 16 {
+				if len(root) > 16 && !g.wide() {
 					root = root[:16]
 				}
 				rows = append(rows, []string{ref + fmt.Sprint(e.Anchor), fmt.Sprint(e.Size), root, age, valid, e.Key})
+				if g.wide() {
+					// the whole root, when the object was written, and why
+					// an invalid one is
+					mod := "-"
+					if !e.Modified.IsZero() {
+						mod = e.Modified.UTC().Format(time.RFC3339)
+					}
+					rows[len(rows)-1] = append(rows[len(rows)-1], mod, dash(e.Detail, ""))
+				}
 			}
-			if err := writeTable(g.stdout, []string{"ANCHOR", "SIZE", "ROOT", "AGE", "STATUS", "KEY"}, rows); err != nil {
+			headers := []string{"ANCHOR", "SIZE", "ROOT", "AGE", "STATUS", "KEY"}
+			if g.wide() {
+				headers = append(headers, "MODIFIED", "DETAIL")
+			}
+			if err := writeTable(g.stdout, headers, rows); err != nil {
 				return err
 			}
 			if len(entries) > 0 {

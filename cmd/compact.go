@@ -110,7 +110,10 @@ func runCompact(cmd *cobra.Command, g *globals, o *compactOptions, args []string
 	var fails failures
 	var details []string
 	rows := [][]string{}
+	prog := g.progress("partitions", int64(len(todo)))
+	defer prog.done()
 	for _, t := range todo {
+		prog.add(1)
 		tp := t.tp
 		entry := compactPartitionJSON{Topic: tp.Topic, Partition: tp.Partition}
 		var r *compaction.Result
@@ -147,6 +150,7 @@ func runCompact(cmd *cobra.Command, g *globals, o *compactOptions, args []string
 				tp, s.Keys, s.TombstonesKept, s.TombstonesDropped, s.AbortedDropped, s.ControlDropped, s.KeylessDropped, s.Superseded, s.Passes, s.MapBytes, r.Gen))
 		}
 	}
+	prog.done()
 	if g.json() {
 		if err := writeJSON(g.stdout, compactJSON{SchemaVersion: SchemaVersion, DryRun: o.dryRun, Partitions: results}); err != nil {
 			return err

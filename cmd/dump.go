@@ -1,7 +1,6 @@
 package cmd
 
 import (
-	"bufio"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -18,6 +17,7 @@ type dumpOptions struct {
 	decoder   string
 	verifyCRC bool
 	raw       bool
+	printData bool
 }
 
 func (o *dumpOptions) addFlags(c *cobra.Command) {
@@ -26,6 +26,7 @@ func (o *dumpOptions) addFlags(c *cobra.Command) {
 	c.Flags().BoolVar(&o.deep, "deep", false, "decode every batch and print one line per record (kafka-dump-log --deep-iteration)")
 	c.Flags().StringVar(&o.decoder, "decoder", "", "decode record keys and values: offsets (__consumer_offsets) or txn (__transaction_state); implies --deep")
 	c.Flags().BoolVar(&o.verifyCRC, "verify-crc", false, "check every batch CRC (--deep always does); default: headers only")
+	c.Flags().BoolVar(&o.printData, "print-data-log", false, "print each record's key and value as text (kafka-dump-log's flag: \"key: … payload: …\"; bytes that are not UTF-8 escaped as \\xNN); implies --deep")
 	c.Flags().BoolVar(&o.raw, "raw", false, "for a compacted partition: dump the COMMITTED batches instead of the READ_COMMITTED view")
 }
 
@@ -40,7 +41,7 @@ func (o *dumpOptions) validate() (dumplog.Options, error) {
 	if err != nil {
 		return dumplog.Options{}, exitcode.UsageErr(fmt.Errorf("--%w", err))
 	}
-	return dumplog.Options{From: o.from, Count: o.count, Deep: o.deep || dec != dumplog.DecoderNone, Decoder: dec, VerifyCRC: o.verifyCRC}, nil
+	return dumplog.Options{From: o.from, Count: o.count, Deep: o.deep || o.printData || dec != dumplog.DecoderNone, Decoder: dec, VerifyCRC: o.verifyCRC, PrintData: o.printData}, nil
 }
 
 func newDumpCmd(g *globals) *cobra.Command {
@@ -57,7 +58,12 @@ after DeleteRecords the records below it are unreadable.
 marker of control records; --decoder offsets|txn adds the decoded
 __consumer_offsets or __transaction_state key and value (kafka-dump-log's
 --offsets-decoder and --transaction-log-decoder). --count stops after N
-batches (N records with --deep).
+batches (N records with --deep). --print-data-log (kafka-dump-log's flag,
+implies --deep) adds each record's key and value as text, "key: …
+payload: …" (left out when null; a decoder's output takes its place):
+UTF-8 as it is, a byte that is not UTF-8 as \xNN, a backslash as \\,
+newline, carriage return and tab as \n, \r, \t, other control characters
+as \xNN, so every record stays on one line and no byte is lost.
 
 The default pass reads headers only and prints "isvalid: unchecked";
 --verify-crc (and --deep) check each batch's CRC. A batch that fails is
@@ -67,6 +73,7 @@ With -o json every line is one JSON object: first {"type":"dump",…} with
 the bounds, then {"type":"batch",…} and, with --deep, {"type":"record",…}
 with key and value in base64 (null when absent). Nothing is written.` + exitStatusHelp("3 a batch failed its CRC or could not be decoded, the stream's objects are missing or corrupt, a compacted member (object or manifest) is missing or altered, or the binding does not decode"),
 		Example: `  nereusctl dump orders-0 --count 10
+  nereusctl dump orders-0 --print-data-log --count 5
   nereusctl dump __consumer_offsets-18 --deep --decoder offsets
   nereusctl dump payments-0 --from 1200 --deep --verify-crc -o json`,
 		Args: exactArgs(1),
@@ -105,7 +112,7 @@ func runDump(cmd *cobra.Command, g *globals, opt dumplog.Options, arg string, ra
 	if note != "" && !raw {
 		fmt.Fprintf(g.stderr, "note: %s\n", note)
 	}
-	w := bufio.NewWriterSize(g.stdout, 64<<10)
+	w := newStreamWriter(g)
 	logStart, head := src.Bounds()
 	if g.json() {
 		err = writeJSONLine(w, dumpHeaderJSON{Head: head, LogStart: logStart, Partition: b.Partition, SchemaVersion: SchemaVersion,
@@ -145,7 +152,7 @@ func runDumpView(cmd *cobra.Command, g *globals, opt dumplog.Options, b *layout.
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriterSize(g.stdout, 64<<10)
+	w := newStreamWriter(g)
 	if g.json() {
 		err = writeJSONLine(w, dumpViewHeaderJSON{CompactedEnd: b.Coverage.End, CompactedStart: b.Coverage.Start, Partition: b.Partition, SchemaVersion: SchemaVersion,
 			Source: "read_committed_view", StreamID: b.StreamID, Topic: b.Topic, Type: "dump"})

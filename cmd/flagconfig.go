@@ -238,6 +238,9 @@ func decodeConfig(v *viper.Viper, fs *pflag.FlagSet, cfgFile string, fileKeys ma
 	c.LeaseWait = duration("lease-wait")
 	c.Stats = boolean("stats")
 	c.Quiet = boolean("quiet")
+	c.NoProgress = boolean("no-progress")
+	c.RequestTimeout = duration("request-timeout")
+	c.Timeout = duration("timeout")
 	return c, errors.Join(errs...)
 }
 

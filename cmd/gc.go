@@ -63,7 +63,10 @@ The exit status is the worst over the partitions.` + exitStatusHelp("3 when a pa
 			if err != nil {
 				return fmt.Errorf("gc: list bindings in %s: %w", st, err)
 			}
-			rep, err := retention.GC(ctx, st, tps, retention.GCOptions{DryRun: o.dryRun, Grace: o.grace, Now: time.Now()})
+			prog := g.progress("partitions", int64(len(tps)))
+			defer prog.done()
+			rep, err := retention.GC(ctx, st, tps, retention.GCOptions{DryRun: o.dryRun, Grace: o.grace, Now: time.Now(), Progress: prog.add})
+			prog.done()
 			if err != nil {
 				return err
 			}

@@ -169,7 +169,14 @@ func runImport(cmd *cobra.Command, g *globals, o *importOptions) error {
 			return err
 		}
 	}
+	var prog *progress // a dry run writes nothing
+	if !o.DryRun {
+		prog = newProgress(g, "importing", im.Size())
+	}
+	defer prog.done()
+	im.SetProgress(prog.add)
 	res, err := im.Run(ctx, st)
+	prog.done()
 	if err != nil {
 		return importErr(err)
 	}

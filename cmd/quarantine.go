@@ -50,13 +50,28 @@ for a record that does not decode, 1 for another failure.` + exitStatusHelp("3 w
 				for _, q := range recs {
 					when := time.UnixMilli(q.CreatedMs).UTC().Format(time.RFC3339)
 					for _, f := range q.Findings {
-						rows = append(rows, []string{fmt.Sprintf("%s-%d", q.Topic, q.Partition), q.SetID[:16], fmt.Sprint(f.Gen), f.Object, f.Check, f.Expected, f.Found, when})
+						set := q.SetID[:16]
+						if g.wide() {
+							set = q.SetID
+						}
+						rows = append(rows, []string{fmt.Sprintf("%s-%d", q.Topic, q.Partition), set, fmt.Sprint(f.Gen), f.Object, f.Check, f.Expected, f.Found, when})
+						if g.wide() {
+							rows[len(rows)-1] = append(rows[len(rows)-1], q.StreamID, dash(f.Detail, ""))
+						}
 					}
 				}
 				for _, f := range bad {
 					rows = append(rows, []string{"-", "-", "-", f.Key, "error: " + f.Error, "", "", ""})
+					if g.wide() {
+						rows[len(rows)-1] = append(rows[len(rows)-1], "-", "-")
+					}
 				}
-				if err := writeTable(g.stdout, []string{"PARTITION", "SET", "GEN", "MEMBER", "CHECK", "EXPECTED", "FOUND", "WHEN"}, rows); err != nil {
+				headers := []string{"PARTITION", "SET", "GEN", "MEMBER", "CHECK", "EXPECTED", "FOUND", "WHEN"}
+				if g.wide() {
+					// the whole set id, the stream, and the finding's detail
+					headers = append(headers, "STREAM", "DETAIL")
+				}
+				if err := writeTable(g.stdout, headers, rows); err != nil {
 					return err
 				}
 				fmt.Fprintf(g.stdout, "%d quarantine records\n", len(recs))

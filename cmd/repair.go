@@ -80,7 +80,7 @@ func runRepair(cmd *cobra.Command, g *globals, o *repairOptions, args []string) 
 		return err
 	}
 	openReplica := func(url string) (store.Store, error) {
-		rs, err := openStore(ctx, Config{Store: url, S3Endpoint: g.cfg.S3Endpoint, S3Region: g.cfg.S3Region, S3PathStyle: g.cfg.S3PathStyle, S3AllowHTTP: g.cfg.S3AllowHTTP}, false, g.logger())
+		rs, err := openStore(ctx, Config{Store: url, S3Endpoint: g.cfg.S3Endpoint, S3Region: g.cfg.S3Region, S3PathStyle: g.cfg.S3PathStyle, S3AllowHTTP: g.cfg.S3AllowHTTP, RequestTimeout: g.cfg.RequestTimeout}, false, g.logger())
 		if err != nil {
 			return nil, exitcode.UsageErr(fmt.Errorf("open replica store %s: %w", store.RedactURL(url), err))
 		}

@@ -162,7 +162,7 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 		}
 		opts.ConfirmFull = confirmed.check
 	}
-	prog := newCountProgress(g, "partitions", int64(len(tps)))
+	prog := g.progress("partitions", int64(len(tps)))
 	defer prog.done()
 	opts.OnPartition = func(done, total int, r *retention.Result) { prog.add(1) }
 	rep, err := retention.RunJob(ctx, st, opts)

@@ -46,7 +46,15 @@ type Config struct {
 	LeaseWait            time.Duration `mapstructure:"lease-wait"`
 	Stats                bool          `mapstructure:"stats"`
 	Quiet                bool          `mapstructure:"quiet"`
+	NoProgress           bool          `mapstructure:"no-progress"`
+	RequestTimeout       time.Duration `mapstructure:"request-timeout"`
+	Timeout              time.Duration `mapstructure:"timeout"`
 }
+
+// DefaultRequestTimeout bounds one store request (its body included): far
+// above what a healthy endpoint needs for the largest object, so that it
+// only cuts a request nobody answers.
+const DefaultRequestTimeout = 5 * time.Minute
 
 // DefaultStore is the embedded default: a local directory.
 const DefaultStore = "file://./nereus-data"
@@ -61,17 +69,41 @@ type globals struct {
 	log     *slog.Logger
 	st      store.Store
 	counter *store.Counter
-	// isTTY reports whether stdout is a terminal (progress, colours, maps).
+	// isTTY reports whether stdout is a terminal (colours, maps).
 	isTTY bool
+	// stderrTTY reports whether stderr is a terminal: progress is drawn
+	// there only then (tests set it to drive the bar into a buffer).
+	stderrTTY bool
 	// resolved is set once the configuration is resolved.
 	resolved bool
 	// createStore lets the store be created (a missing file:// root).
 	createStore bool
 	// holder is this run's lease holder id (lease.Holder), made once.
 	holder string
+	// deadline is the --timeout context of the command (nil without one)
+	// and cancelDeadline its cancel.
+	deadline       context.Context
+	cancelDeadline context.CancelFunc
 }
 
-func (g *globals) json() bool { return g.cfg.Output == "json" }
+// errTimedOut is the cause of a --timeout deadline.
+var errTimedOut = errors.New("--timeout reached")
+
+// timedOut reports whether the run's --timeout ended it.
+func (g *globals) timedOut() bool {
+	return g.deadline != nil && errors.Is(context.Cause(g.deadline), errTimedOut)
+}
+
+// json reports a document output (-o json or -o yaml): the command
+// writes its typed document with writeJSON, which renders YAML under -o
+// yaml.
+func (g *globals) json() bool { return g.machineOutput() }
+
+// wide reports -o wide: tables with their extra columns.
+func (g *globals) wide() bool { return g.cfg.Output == "wide" }
+
+// machineOutput reports an output for programs (json, yaml): no progress.
+func (g *globals) machineOutput() bool { return g.cfg.Output == "json" || g.cfg.Output == "yaml" }
 
 // store opens the configured store once, wrapped in the decorators.
 func (g *globals) store(ctx context.Context) (store.Store, error) {
@@ -93,7 +125,7 @@ func (g *globals) store(ctx context.Context) (store.Store, error) {
 
 // Execute runs nereusctl with args and returns the process exit status.
 func Execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	return execute(ctx, &globals{stderr: stderr, isTTY: isTerminal(stdout)}, args, stdout)
+	return execute(ctx, &globals{stderr: stderr, isTTY: isTerminal(stdout), stderrTTY: isTerminal(stderr)}, args, stdout)
 }
 
 // execute runs one command line with g (tests preset g.st and g.counter to
@@ -107,8 +139,22 @@ func execute(ctx context.Context, g *globals, args []string, stdout io.Writer) i
 	root.SetOut(out)
 	root.SetErr(stderr)
 	failed, err := root.ExecuteContextC(ctx)
+	if g.cancelDeadline != nil {
+		defer g.cancelDeadline()
+	}
 	if failed == nil {
 		failed = root
+	}
+	if ctx.Err() == nil && g.timedOut() {
+		// The deadline passed before the command returned: its verdict is
+		// incomplete, whatever the step under way returned (never 0 — a
+		// step may have taken the cut for an empty answer — and never a
+		// finding or a block it could not finish checking).
+		if err == nil {
+			err = errors.New("the deadline passed before the command returned")
+		}
+		err = exitcode.Wrap(exitcode.Error, fmt.Errorf("%s: timed out after %s (--timeout): %w", strings.TrimPrefix(failed.CommandPath(), "nereusctl "), g.cfg.Timeout, err),
+			"the work done so far is kept and every step is idempotent: rerun the same command, with a longer --timeout, to finish")
 	}
 	if g.cfg.Stats && g.counter != nil {
 		fmt.Fprintf(stderr, "requests: %s\n", g.counter.Counts())
@@ -160,7 +206,8 @@ func (g *globals) reportError(root, failed *cobra.Command, args []string, out *t
 	if hint != "" {
 		fmt.Fprintf(g.stderr, "hint: %s\n", hint)
 	}
-	if !g.wantsJSON(root, args) || out.n > 0 {
+	format := g.wantsDocument(root, args)
+	if format == "" || out.n > 0 {
 		return
 	}
 	doc := errorDocument{SchemaVersion: SchemaVersion, Error: errorBody{
@@ -170,7 +217,7 @@ func (g *globals) reportError(root, failed *cobra.Command, args []string, out *t
 	if doc.Error.Object == "" {
 		doc.Error.Object = store.KeyOf(err)
 	}
-	writeJSON(out.w, doc)
+	writeJSON(&trackedWriter{w: out.w, yaml: format == "yaml"}, doc)
 }
 
 // errorDocument is the JSON document of a failed run.
@@ -188,29 +235,40 @@ type errorBody struct {
 	Check   string `json:"check,omitempty"`
 }
 
-// wantsJSON reports -o json for the error document, also when the run
-// failed before the configuration was resolved (a flag error): then the
-// parsed flag, NEREUSCTL_OUTPUT, or the raw arguments decide.
-func (g *globals) wantsJSON(root *cobra.Command, args []string) bool {
+// wantsDocument is the format of the error document: "json" or "yaml"
+// under -o json or -o yaml, else "" (none). Also when the run failed
+// before the configuration was resolved (a flag error): then the parsed
+// flag, NEREUSCTL_OUTPUT, or the raw arguments decide.
+func (g *globals) wantsDocument(root *cobra.Command, args []string) string {
+	doc := func(f string) string {
+		if f == "json" || f == "yaml" {
+			return f
+		}
+		return ""
+	}
 	if g.resolved {
-		return g.json()
+		return doc(g.cfg.Output)
 	}
 	if fl := root.PersistentFlags().Lookup("output"); fl != nil && fl.Changed {
-		return fl.Value.String() == "json"
+		return doc(fl.Value.String())
 	}
 	for i, a := range args {
 		switch {
 		case a == "--":
-			return false
-		case a == "-ojson", a == "--output=json", a == "-o=json":
-			return true
+			return ""
+		case strings.HasPrefix(a, "--output="):
+			return doc(strings.TrimPrefix(a, "--output="))
+		case strings.HasPrefix(a, "-o="):
+			return doc(strings.TrimPrefix(a, "-o="))
+		case strings.HasPrefix(a, "-o") && len(a) > 2:
+			return doc(strings.TrimPrefix(a, "-o"))
 		case (a == "-o" || a == "--output") && i+1 < len(args):
-			if args[i+1] == "json" {
-				return true
+			if f := doc(args[i+1]); f != "" {
+				return f
 			}
 		}
 	}
-	return os.Getenv("NEREUSCTL_OUTPUT") == "json"
+	return doc(os.Getenv("NEREUSCTL_OUTPUT"))
 }
 
 // errorHint is the operator hint of err: the one attached to it, else one
@@ -224,6 +282,8 @@ func errorHint(err error) string {
 		return "check the AWS credentials: AWS_PROFILE, AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, or the shared config and credentials files (the AWS default credential chain)"
 	case errors.Is(err, store.ErrNoSuchBucket):
 		return "check the bucket in --store s3://BUCKET/PREFIX, and --s3-endpoint and --s3-region"
+	case store.IsRequestTimeout(err):
+		return "the store did not answer a request within --request-timeout, nor its retries: check the endpoint (--store, --s3-endpoint) and the network, or raise --request-timeout for very large objects on a slow link"
 	case store.IsAccessDenied(err):
 		return "the store refused access: check its permissions (file:// folder and file modes, the S3 bucket policy or IAM role) and that --store names the right place"
 	}
@@ -236,7 +296,11 @@ func errorHint(err error) string {
 type trackedWriter struct {
 	w io.Writer
 	n int64
+	// yaml is set under -o yaml (writeJSON renders YAML into it).
+	yaml bool
 }
+
+func (t *trackedWriter) yamlOutput() bool { return t.yaml }
 
 func (t *trackedWriter) Write(p []byte) (int, error) {
 	n, err := t.w.Write(p)
@@ -271,9 +335,22 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 			if err := cmd.ValidateFlagGroups(); err != nil {
 				return exitcode.UsageErr(err)
 			}
-			return g.resolve(cmd)
+			if err := g.resolve(cmd); err != nil {
+				return err
+			}
+			g.startDeadline(cmd)
+			return nil
+		},
+		// --version prints what `version` prints; nereusctl alone, its help.
+		Args: unknownSubcommand,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if v, _ := cmd.Flags().GetBool("version"); v {
+				return runVersion(g)
+			}
+			return cmd.Help()
 		},
 	}
+	root.Flags().Bool("version", false, "print the version, as 'nereusctl version' does (-o json too)")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		// "checkpoint veriy --all": cobra found the parent and parsed
 		// the flags meant for the subcommand against it; the mistyped
@@ -288,7 +365,7 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 	f := root.PersistentFlags()
 	f.String("store", DefaultStore, "store URL: file:///dir (embedded default), s3://bucket/prefix, mem://name (env NEREUSCTL_STORE)")
 	f.String("config", "", "config file (YAML; default $XDG_CONFIG_HOME/nereusctl/config.yaml if present)")
-	f.StringP("output", "o", "table", "output format: table or json")
+	f.StringP("output", "o", "table", "output format: table, wide (a table with more columns: status, checkpoint list, quarantine list), json, or yaml (the json document as YAML)")
 	f.String("log-level", "warn", "log level on stderr: debug (every store request), info (retries), warn, error")
 	f.String("s3-endpoint", "", "S3 endpoint URL for S3-compatible stores (http:// only on loopback unless --s3-allow-http)")
 	f.String("s3-region", "", "S3 region (default from the AWS chain, else us-east-1)")
@@ -299,6 +376,9 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 	f.Duration("lease-wait", lease.DefaultWait, "how long a command waits for a partition another job holds (its partition lease) before it reports that partition blocked (exit 4); 0s: not at all")
 	f.Bool("stats", false, "print the store request counts (GET/PUT/LIST/HEAD/DELETE) to stderr at the end")
 	f.BoolP("quiet", "q", false, "print no progress and no tour; errors still go to stderr")
+	f.Duration("request-timeout", DefaultRequestTimeout, "cut a store request (HEAD, GET with its body, PUT, DELETE, LIST) that has not finished after this long; it is retried like a transient failure. 0s: no limit")
+	f.Duration("timeout", 0, "end the whole command after this long (exit 1, \"timed out\"); the work done so far is kept and a rerun resumes it. 0s: no limit")
+	f.Bool("no-progress", false, "draw no progress bar (one is drawn on stderr only when stderr is a terminal, never under -o json)")
 
 	root.AddCommand(
 		newVersionCmd(g),
@@ -307,6 +387,7 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 	addCommands(root, g)
 	root.SetHelpCommand(newHelpCmd())
 	strictCommands(root)
+	registerCompletions(root, g)
 	return root
 }
 
@@ -371,9 +452,12 @@ func (g *globals) resolve(cmd *cobra.Command) error {
 	}
 	g.cfg = cfg
 	switch g.cfg.Output {
-	case "table", "json":
+	case "table", "wide", "json", "yaml":
 	default:
-		return exitcode.UsageErr(fmt.Errorf("-o %q: want table or json", g.cfg.Output))
+		return exitcode.UsageErr(fmt.Errorf("-o %q: want table, wide, json or yaml", g.cfg.Output))
+	}
+	if t, ok := g.stdout.(*trackedWriter); ok {
+		t.yaml = g.cfg.Output == "yaml"
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(g.cfg.LogLevel)); err != nil {
@@ -387,6 +471,12 @@ func (g *globals) resolve(cmd *cobra.Command) error {
 	}
 	if g.cfg.LeaseWait < 0 {
 		return exitcode.UsageErr(fmt.Errorf("--lease-wait %s: want 0s or more", g.cfg.LeaseWait))
+	}
+	if g.cfg.RequestTimeout < 0 {
+		return exitcode.UsageErr(fmt.Errorf("--request-timeout %s: want 0s (no limit) or more", g.cfg.RequestTimeout))
+	}
+	if g.cfg.Timeout < 0 {
+		return exitcode.UsageErr(fmt.Errorf("--timeout %s: want 0s (no limit) or more", g.cfg.Timeout))
 	}
 	g.log = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))
 	g.resolved = true
@@ -455,4 +545,17 @@ func (g *globals) parallel() int {
 		return g.cfg.Parallel
 	}
 	return fleet.DefaultFor(g.cfg.Store)
+}
+
+// startDeadline gives the command's context the --timeout deadline.
+func (g *globals) startDeadline(cmd *cobra.Command) {
+	if g.cfg.Timeout <= 0 || g.deadline != nil {
+		return
+	}
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	g.deadline, g.cancelDeadline = context.WithTimeoutCause(ctx, g.cfg.Timeout, errTimedOut)
+	cmd.SetContext(g.deadline)
 }

@@ -105,6 +105,9 @@ func renderStatus(g *globals, rows []status.Partition) error {
 	for _, r := range rows {
 		if r.Error != "" {
 			out = append(out, []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), r.StreamID, "-", "-", "-", "-", "-", "-", "-", "-", shortConfigSource(r.ConfigSource), "error: " + r.Error})
+			if g.wide() {
+				out[len(out)-1] = append(out[len(out)-1], "-", "-", "-", "-")
+			}
 			continue
 		}
 		anchor, age, lso, tail := "-", "-", fmt.Sprint(r.LSO), fmt.Sprint(r.TailObjects)
@@ -128,8 +131,15 @@ func renderStatus(g *globals, rows []status.Partition) error {
 			lso, tail = "-", "-"
 		}
 		out = append(out, []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), r.StreamID, fmt.Sprint(r.LogStart), fmt.Sprint(r.Head), lso, anchor, age, tail, r.Coverage, blocked, shortConfigSource(r.ConfigSource), loss})
+		if g.wide() {
+			out[len(out)-1] = append(out[len(out)-1], statusWide(r)...)
+		}
 	}
-	return writeTable(g.stdout, []string{"PARTITION", "STREAM", "LOG START", "HEAD", "LSO", "CHECKPOINT", "AGE", "TAIL OBJS", "COVERAGE", "BLOCKED", "CONFIG", "DATA LOSS"}, out)
+	headers := []string{"PARTITION", "STREAM", "LOG START", "HEAD", "LSO", "CHECKPOINT", "AGE", "TAIL OBJS", "COVERAGE", "BLOCKED", "CONFIG", "DATA LOSS"}
+	if g.wide() {
+		headers = append(headers, statusWideHeaders...)
+	}
+	return writeTable(g.stdout, headers, out)
 }
 
 // shortConfigSource is a binding's config_source as status's CONFIG column
@@ -193,4 +203,17 @@ func statusExit(rows []status.Partition) error {
 		return fmt.Errorf("status: %d partition(s) could not be read: %v", len(failed), failed)
 	}
 	return nil
+}
+
+// statusWideHeaders are the columns -o wide adds to status's table.
+var statusWideHeaders = []string{"COMPACTED", "POLICY", "PRODUCERS", "OPEN TXNS"}
+
+// statusWide is a row's -o wide columns: the compacted coverage's range,
+// the cleanup.policy, the producers and open transactions replay found.
+func statusWide(r status.Partition) []string {
+	cov := "-"
+	if r.CoverageEnd > r.CoverageStart {
+		cov = fmt.Sprintf("[%d, %d)", r.CoverageStart, r.CoverageEnd)
+	}
+	return []string{cov, dash(r.CleanupPolicy, ""), fmt.Sprint(r.Producers), fmt.Sprint(r.OpenTxns)}
 }

@@ -34,6 +34,7 @@ func openStore(ctx context.Context, cfg Config, create bool, log *slog.Logger) (
 	if err != nil {
 		return nil, err
 	}
+	st = store.WithTimeout(st, cfg.RequestTimeout) // each attempt, under the retry
 	st = store.WithLog(st, log)
 	if cfg.MaxRequestsPerSecond > 0 {
 		st = store.WithRateLimit(st, cfg.MaxRequestsPerSecond)

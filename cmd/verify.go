@@ -109,14 +109,22 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 	if err != nil {
 		return err
 	}
-	prog := newProgress(g, "hashing", -1)
+	// --deep: the bytes to hash, their total from the manifests as each
+	// partition's are read; else the partitions.
+	prog := g.progress("partitions", int64(len(tps)))
+	if o.deep {
+		prog = newProgress(g, "hashing", -1)
+	}
 	defer prog.done()
 	start := time.Now()
 	// Every partition is checked, --parallel at once, in the order named:
 	// one that cannot be read is a reported failure, never the end of the
 	// run.
 	reps, err := fleet.Map(ctx, g.parallel(), tps, func(ctx context.Context, _ int, tp layout.TopicPartition) (*verify.Report, error) {
-		return verify.Named(ctx, st, tp, verify.Options{Deep: o.deep, Sample: sample, ReadOnly: o.readOnly, NowMs: time.Now().UnixMilli(), Progress: prog.add}), ctx.Err()
+		if !o.deep {
+			defer prog.add(1)
+		}
+		return verify.Named(ctx, st, tp, verify.Options{Deep: o.deep, Sample: sample, ReadOnly: o.readOnly, NowMs: time.Now().UnixMilli(), Progress: prog.add, Total: prog.grow}), ctx.Err()
 	})
 	if err != nil {
 		return err

@@ -15,13 +15,18 @@ func newVersionCmd(g *globals) *cobra.Command {
 		Example: "  nereusctl version\n  nereusctl version -o json",
 		Args:    exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if g.json() {
-				return writeJSON(g.stdout, versionJSON{SchemaVersion: SchemaVersion, Version: Version, Commit: Commit, Date: Date, Go: runtime.Version()})
-			}
-			_, err := fmt.Fprintf(g.stdout, "nereusctl %s (commit %s, built %s, %s)\n", Version, Commit, Date, runtime.Version())
-			return err
+			return runVersion(g)
 		},
 	}
+}
+
+// runVersion prints the version: `version` and the root's --version.
+func runVersion(g *globals) error {
+	if g.json() {
+		return writeJSON(g.stdout, versionJSON{SchemaVersion: SchemaVersion, Version: Version, Commit: Commit, Date: Date, Go: runtime.Version()})
+	}
+	_, err := fmt.Fprintf(g.stdout, "nereusctl %s (commit %s, built %s, %s)\n", Version, Commit, Date, runtime.Version())
+	return err
 }
 
 // versionJSON is the -o json output of version.

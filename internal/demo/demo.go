@@ -40,6 +40,8 @@ type Options struct {
 	// producer does (BatchRecords/2+1 to BatchRecords records each)
 	// instead of the demo's small batches (benchmarks).
 	BatchRecords int
+	// Progress, when set, is told the records written as they go.
+	Progress func(records int64)
 }
 
 // DefaultOptions finish in a few seconds.
@@ -273,6 +275,9 @@ func writePartition(ctx context.Context, st store.Store, o Options, tp topicPlan
 		}
 		before := ps.Records
 		ps.Records += n
+		if o.Progress != nil {
+			o.Progress(int64(n))
+		}
 		for _, at := range cpAt {
 			if before < at && ps.Records >= at {
 				if _, err := recovery.Create(ctx, st, b, bETag, false); err != nil {

@@ -19,6 +19,8 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/kafka/coord"
@@ -60,6 +62,9 @@ type Options struct {
 	Decoder Decoder
 	// VerifyCRC checks every batch's CRC (Deep always does).
 	VerifyCRC bool
+	// PrintData adds each record's key and value as text to its line
+	// (kafka-dump-log's --print-data-log; needs Deep).
+	PrintData bool
 }
 
 // ErrInvalid reports that the dump met batches that failed their CRC or
@@ -217,6 +222,7 @@ func (d *dumper) record(h *kafka.BatchHeader, r *kafka.Record) *RecordLine {
 		Key:           r.Key,
 		Value:         r.Value,
 		Headers:       rl.Headers[:0],
+		printData:     d.opt.PrintData,
 	}
 	if rl.Headers == nil {
 		rl.Headers = make([]Header, 0, 4)
@@ -443,6 +449,8 @@ type RecordLine struct {
 	Source string `json:"source,omitempty"`
 
 	decodedText string
+	// printData adds " key: K payload: V" as text (AppendData).
+	printData bool
 }
 
 // Text is kafka-dump-log's record line:
@@ -450,8 +458,9 @@ type RecordLine struct {
 //	| offset: 5 CreateTime: 1620000000000 keySize: 3 valueSize: 10 sequence: -1 headerKeys: [a,b]
 //
 // followed by "endTxnMarker: COMMIT coordinatorEpoch: N" for a marker,
-// "controlType: T" for other control records, and the decoded "key: …
-// payload: …" with a decoder.
+// "controlType: T" for other control records, the decoded "key: …
+// payload: …" with a decoder, and else, with PrintData, the key and value
+// as text (AppendData).
 func (l *RecordLine) Text() string {
 	return string(l.AppendLine(make([]byte, 0, 128+len(l.decodedText))))
 }
@@ -498,6 +507,60 @@ func (l *RecordLine) AppendLine(b []byte) []byte {
 	case l.decodedText != "":
 		b = append(b, ' ')
 		b = append(b, l.decodedText...)
+	case l.printData:
+		b = l.AppendData(b)
+	}
+	return b
+}
+
+// AppendData appends the record's key and value as kafka-dump-log's
+// --print-data-log prints them, " key: K payload: V", each left out when
+// null (as Kafka does; keySize and valueSize say -1), as text: UTF-8 as it
+// is, everything that would not read back as the same bytes on one line
+// escaped (EscapeText).
+func (l *RecordLine) AppendData(b []byte) []byte {
+	if l.Key != nil {
+		b = append(b, " key: "...)
+		b = EscapeText(b, l.Key)
+	}
+	if l.Value != nil {
+		b = append(b, " payload: "...)
+		b = EscapeText(b, l.Value)
+	}
+	return b
+}
+
+// EscapeText appends data as one line of text: valid, printable UTF-8 as
+// it is; a byte that is not UTF-8 as \xNN; a backslash as \\; newline,
+// carriage return and tab as \n, \r, \t; other control and unprintable
+// characters as \xNN (below 0x80) or \u{NNNN}. Unlike Kafka's decoding
+// (which replaces bad bytes with U+FFFD) no byte is lost: the escapes give
+// the bytes back.
+func EscapeText(b, data []byte) []byte {
+	const hexDigits = "0123456789abcdef"
+	for len(data) > 0 {
+		r, n := utf8.DecodeRune(data)
+		switch {
+		case r == utf8.RuneError && n <= 1:
+			b = append(b, '\\', 'x', hexDigits[data[0]>>4], hexDigits[data[0]&0xf])
+		case r == '\\':
+			b = append(b, '\\', '\\')
+		case r == '\n':
+			b = append(b, '\\', 'n')
+		case r == '\r':
+			b = append(b, '\\', 'r')
+		case r == '\t':
+			b = append(b, '\\', 't')
+		case r < 0x80 && !unicode.IsPrint(r):
+			b = append(b, '\\', 'x', hexDigits[byte(r)>>4], hexDigits[byte(r)&0xf])
+		case r >= 0x80 && !unicode.IsPrint(r):
+			b = append(b, "\\u{"...)
+			b = strconv.AppendUint(b, uint64(r), 16)
+			b = append(b, '}')
+		default:
+			b = append(b, data[:n]...)
+		}
+		data = data[n:]
 	}
 	return b
 }

@@ -31,6 +31,7 @@ func RunView(ctx context.Context, st store.Store, b *layout.Binding, opt Options
 			Type: "record", Offset: r.Offset, Timestamp: r.Timestamp, TimestampType: "CreateTime",
 			KeySize: nullableLen(r.Key), ValueSize: nullableLen(r.Value), Sequence: -1,
 			Key: r.Key, Value: r.Value, Headers: []Header{}, Source: "committed",
+			printData: opt.PrintData,
 		}
 		if r.FromView {
 			l.Source = "view"

@@ -95,6 +95,9 @@ type Options struct {
 	MaxSegmentBytes int64
 	// ObjectBytes is the target object size (0: DefaultObjectBytes).
 	ObjectBytes int
+	// Progress, when set, is told the segment bytes written (or found
+	// already written by an interrupted import) as they go.
+	Progress func(n int64)
 }
 
 // SegmentReport says what one segment file gave.
@@ -253,6 +256,18 @@ func Prepare(opt Options) (*Import, error) {
 	}
 	return &Import{opt: opt, dir: dir, topic: topic, partition: partition, cfg: cfg, cfgSource: source, defaulted: defaulted,
 		segs: segs, notes: append(cfgNotes, notes...)}, nil
+}
+
+// SetProgress sets the function told the bytes written as they go.
+func (im *Import) SetProgress(f func(n int64)) { im.opt.Progress = f }
+
+// Size is the bytes of the segment files to import (progress's total).
+func (im *Import) Size() int64 {
+	var n int64
+	for _, s := range im.segs {
+		n += s.size
+	}
+	return n
 }
 
 // Run reads, recovers and (unless a dry run) writes the import into st.
@@ -580,6 +595,9 @@ func write(ctx context.Context, st store.Store, p *plan, res *Result, opt Option
 					if !ok || etag != store.ETagOf(body) {
 						return fmt.Errorf("stream %s already reaches offset %d but %s is not the object this import writes: %w", sid, w.Next(), key, kafka.ErrCorrupt)
 					}
+					if opt.Progress != nil {
+						opt.Progress(int64(len(body)))
+					}
 					continue
 				}
 				if po.base != w.Next() {
@@ -591,6 +609,9 @@ func write(ctx context.Context, st store.Store, p *plan, res *Result, opt Option
 				}
 				if err := w.Append(ctx, batches); err != nil {
 					return err
+				}
+				if opt.Progress != nil {
+					opt.Progress(int64(len(body)))
 				}
 			}
 		}

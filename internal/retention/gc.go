@@ -33,6 +33,9 @@ type GCOptions struct {
 	// (an append between its object PUT and its head CAS, a running task).
 	Grace time.Duration
 	Now   time.Time
+	// Progress, when set, is told each partition done (collected, or left
+	// alone with its error).
+	Progress func(partitions int64)
 }
 
 // GCItem is one object gc deletes (or would delete).
@@ -98,6 +101,9 @@ func GC(ctx context.Context, st store.Store, tps []layout.TopicPartition, o GCOp
 			gp.err, gp.Error = err, err.Error()
 			rep.Errors = append(rep.Errors, err.Error())
 			rep.Partitions = append(rep.Partitions, gp)
+			if o.Progress != nil {
+				o.Progress(1)
+			}
 			continue
 		}
 		if err := rep.apply(ctx, st, items, o.DryRun); err != nil {
@@ -110,6 +116,9 @@ func GC(ctx context.Context, st store.Store, tps []layout.TopicPartition, o GCOp
 			gp.Bytes += it.Size
 		}
 		rep.Partitions = append(rep.Partitions, gp)
+		if o.Progress != nil {
+			o.Progress(1)
+		}
 	}
 	tasks, err := st.List(ctx, layout.TasksPrefix)
 	if err != nil {

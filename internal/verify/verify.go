@@ -124,6 +124,10 @@ type Options struct {
 	NowMs    int64
 	// Progress is told the bytes hashed (deep) as they go.
 	Progress func(n int64)
+	// Total is told, before they are hashed, the bytes a deep check will
+	// hash (from the manifests' object sizes and the open segment's
+	// listing), so that progress has a total.
+	Total func(n int64)
 }
 
 // Finding is one failed check.
@@ -458,6 +462,15 @@ func openSegment(ctx context.Context, st store.Store, h *layout.Head, objs []lay
 	if err != nil {
 		return []Finding{{Scope: ScopeOpenSegment, Gen: -1, Check: CheckChain, Expected: fmt.Sprintf("[%d, %d) back to back", from, h.Head), Detail: err.Error()}}
 	}
+	if o.Total != nil {
+		var n int64
+		for _, ob := range chain {
+			if o.Sample.Has(ob.Key) {
+				n += ob.Size
+			}
+		}
+		o.Total(n)
+	}
 	var fs []Finding
 	for _, ob := range chain {
 		if !o.Sample.Has(ob.Key) {
@@ -544,6 +557,15 @@ func checkObjects(ctx context.Context, st store.Store, ts []target, o Options, r
 	workers := o.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
+	}
+	if o.Total != nil && o.Deep {
+		var n int64
+		for _, t := range ts {
+			if o.Sample.Has(t.ref.Key) {
+				n += t.ref.Size
+			}
+		}
+		o.Total(n)
 	}
 	var mu sync.Mutex
 	var out []Finding

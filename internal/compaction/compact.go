@@ -163,7 +163,7 @@ func Freeze(ctx context.Context, st store.Store, b *layout.Binding, nowMs int64)
 			reason = fmt.Sprintf("segment [%d, %d) reaches the LSO %d", s.gen.Base, s.gen.End, p.Params.LSO)
 			break
 		}
-		if lag := b.Config.MinCompactionLagMs; lag > 0 && s.gen.MaxTimestamp > nowMs-lag {
+		if lag := b.Config.MinCompactionLagMs; lag > 0 && segmentTime(s.gen) > nowMs-lag {
 			reason = fmt.Sprintf("segment [%d, %d) is younger than min.compaction.lag.ms", s.gen.Base, s.gen.End)
 			break
 		}

@@ -61,3 +61,17 @@ func sameInputs(a, b *Plan) bool {
 	pa.Encoder, pb.Encoder = "", ""
 	return string(layout.Encode(pa)) == string(layout.Encode(pb)) && string(layout.Encode(a.Sources)) == string(layout.Encode(b.Sources))
 }
+
+// segmentTime is a COMMITTED segment's largest timestamp as Kafka's
+// LogSegment.largestTimestamp gives it: the largest batch timestamp, or,
+// when no batch carries one, the file's last-modified time, whose analogue
+// is the generation's seal time (created_ms; an import records the .log
+// file's mtime there). LogCleanerManager.cleanableOffsets measures
+// min.compaction.lag.ms and max.compaction.lag.ms on it
+// (docs/kafka-retention-rules.md R6).
+func segmentTime(g *layout.Generation) int64 {
+	if g.MaxTimestamp >= 0 {
+		return g.MaxTimestamp
+	}
+	return g.CreatedMs
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash"
 	"sort"
+	"time"
 
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
@@ -146,6 +147,16 @@ func analyze(segs []segmentFile, res *Result, opt Options) (*plan, error) {
 		rep.Bytes = int64(sp.kept)
 		rep.NextOffset = expect
 		rep.Objects = len(sp.objects)
+		if rep.Batches > 0 && sp.maxTs < 0 {
+			// LogSegment.largestTimestamp: no batch timestamp, so Kafka
+			// measures retention.ms and min.compaction.lag.ms from the
+			// file's last-modified time.
+			if last {
+				res.Notes = append(res.Notes, fmt.Sprintf("%s: no batch carries a timestamp; Kafka measures its age by the file's modification time, nereusctl by the write time of the open segment's newest object (the import, which is later: never earlier deletion)", sf.name))
+			} else {
+				res.Notes = append(res.Notes, fmt.Sprintf("%s: no batch carries a timestamp; its seal time is the file's modification time %s (LogSegment.largestTimestamp)", sf.name, time.UnixMilli(sf.mtimeMs).UTC().Format(time.RFC3339)))
+			}
+		}
 		switch {
 		case last:
 		case len(sp.objects) == 0:

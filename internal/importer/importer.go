@@ -553,7 +553,7 @@ func write(ctx context.Context, st store.Store, p *plan, res *Result, opt Option
 	for i := range p.segs {
 		sp := &p.segs[i]
 		last := i == len(p.segs)-1
-		w.NowMs = func() int64 { return max(sp.maxTs, 0) }
+		w.NowMs = func() int64 { return sealTime(sp) }
 		if len(sp.objects) > 0 {
 			data, err := readRegular(sp.file.path, opt.MaxSegmentBytes)
 			if err != nil {
@@ -616,6 +616,23 @@ func write(ctx context.Context, st store.Store, p *plan, res *Result, opt Option
 		return fmt.Errorf("stream %s has %d generations, the import made %d: %w", sid, len(gens), res.Generations, kafka.ErrCorrupt)
 	}
 	return nil
+}
+
+// sealTime is the seal time (the generation's created_ms) a segment
+// file's COMMITTED generation gets: its largest batch timestamp, or, when
+// no batch carries one (every max timestamp is -1, NO_TIMESTAMP), the .log
+// file's last-modified time. That is Kafka's LogSegment.largestTimestamp
+// (storage/.../log/LogSegment.java: maxTimestampSoFar() when >= 0, else
+// lastModified()), which retention.ms (UnifiedLog.deleteRetentionMsBreachedSegments)
+// and min.compaction.lag.ms measure; the planner reads created_ms for a
+// segment without timestamps (docs/kafka-retention-rules.md R6). A seal
+// time of 0 would make such a segment look 56 years old: retention.ms
+// would delete it at once.
+func sealTime(sp *segPlan) int64 {
+	if sp.maxTs >= 0 {
+		return sp.maxTs
+	}
+	return max(sp.file.mtimeMs, 0)
 }
 
 // setTrim raises the head's trim to the Kafka log start: a CAS (IfMatch)

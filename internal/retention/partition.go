@@ -180,6 +180,14 @@ func sealTimesOf(ctx context.Context, st store.Store, sid string, res *recovery.
 		return out, nil
 	}
 	for _, s := range res.State.Segments {
+		if s.MaxTimestamp < 0 && s.Open() && s.Bytes > 0 && res.HeadObject != "" {
+			// The open segment's mtime analogue: its newest object's write time (R6).
+			info, err := st.Head(ctx, res.HeadObject)
+			if err != nil {
+				return nil, err
+			}
+			out[OpenSegmentTime] = info.Modified.UnixMilli()
+		}
 		if s.MaxTimestamp >= 0 || s.Gen < 0 {
 			continue
 		}

@@ -82,8 +82,15 @@ type Plan struct {
 // Changes reports whether the plan moves the log start.
 func (p *Plan) Changes() bool { return p.Error == "" && p.NewLogStart > p.CurrentLogStart }
 
+// OpenSegmentTime is the sealTimes key of the open segment's time: the
+// open segment has no generation (its Gen is -1).
+const OpenSegmentTime = -1
+
 // SegmentsOf turns replayed state into planner segments: the sealed ones
-// with their generation, the open one bounded by the head.
+// with their generation, the open one bounded by the head. sealTimes maps
+// the generation of each segment without record timestamps to its seal
+// time, and OpenSegmentTime to the write time of the open segment's
+// newest object.
 func SegmentsOf(p *state.Partition, sealTimes map[int64]int64) []Segment {
 	out := make([]Segment, 0, len(p.Segments))
 	for i, s := range p.Segments {
@@ -96,11 +103,18 @@ func SegmentsOf(p *state.Partition, sealTimes map[int64]int64) []Segment {
 		}
 		ts := s.MaxTimestamp
 		if ts < 0 {
-			// LogSegment.largestTimestamp falls back to the file's
-			// modification time (R6): a sealed segment's analogue is its
-			// generation's seal time; the open segment was appended to
-			// last at an unknown time, so it never expires by time.
-			if t, ok := sealTimes[s.Gen]; ok && !s.Open() {
+			// LogSegment.largestTimestamp (storage/.../log/LogSegment.java)
+			// falls back to the .log file's lastModified(), the time of
+			// the segment's last append (R6). A sealed segment's analogue
+			// is its generation's created_ms (the seal time; for an
+			// imported segment the file's mtime); the open segment's is
+			// the write time of its newest object. A time nobody knows
+			// never expires.
+			key := s.Gen
+			if s.Open() {
+				key = OpenSegmentTime
+			}
+			if t, ok := sealTimes[key]; ok {
 				ts = t
 			} else {
 				ts = 1<<63 - 1

@@ -1,0 +1,117 @@
+package importer
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nereusctl/nereusctl/internal/compaction"
+	"github.com/nereusctl/nereusctl/internal/kafka"
+	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/retention"
+	"github.com/nereusctl/nereusctl/internal/store"
+)
+
+// segmentTs writes one single-record batch per offset, every record (and
+// so every batch) with timestamp ts (-1: NO_TIMESTAMP).
+func segmentTs(t testing.TB, offsets []int64, ts int64) []byte {
+	t.Helper()
+	var out []byte
+	for _, off := range offsets {
+		rec := kafka.Record{Key: []byte(fmt.Sprint("k", off)), Value: []byte("v"), Offset: off, Timestamp: ts}
+		spec := kafka.NewBatchSpec(off, []kafka.Record{rec})
+		spec.PartitionLeaderEpoch = 0
+		if ts < 0 {
+			spec.BaseTimestamp, spec.MaxTimestamp = -1, -1
+		}
+		b, err := kafka.EncodeBatch(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b...)
+	}
+	return out
+}
+
+func setMtime(t testing.TB, path string, at time.Time) {
+	t.Helper()
+	if err := os.Chtimes(path, at, at); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func planRetention(t testing.TB, st store.Store, topic string, partition int32, now time.Time) *retention.Result {
+	t.Helper()
+	r := retention.RunPartition(context.Background(), st, retention.Request{
+		TP: layout.TopicPartition{Topic: topic, Partition: partition}, Retention: true, NowMs: now.UnixMilli(), PlanOnly: true,
+	})
+	if r.Err != nil {
+		t.Fatalf("plan: %v", r.Err)
+	}
+	return r
+}
+
+// Segments whose batches carry no timestamp (-1) are aged by the .log
+// file's mtime (LogSegment.largestTimestamp), the open one by the write
+// time of its newest object: a retention run does not delete them at once.
+func TestImportNoTimestampsAgedByMtime(t *testing.T) {
+	now := time.Now()
+	dir := filepath.Join(t.TempDir(), "logs", "nots-0")
+	writeSegments(t, dir, map[int64][]byte{
+		0:  segmentTs(t, []int64{0, 1, 2, 3, 4}, -1),
+		5:  segmentTs(t, []int64{5, 6, 7, 8, 9}, -1),
+		10: segmentTs(t, []int64{10, 11}, -1),
+	})
+	setMtime(t, filepath.Join(dir, "00000000000000000000.log"), now.Add(-2*time.Hour))
+	setMtime(t, filepath.Join(dir, "00000000000000000005.log"), now.Add(-10*time.Minute))
+	st := store.NewMem("t")
+	res := run(t, st, Options{Dir: dir, TopicConfig: []retention.KV{{Key: "retention.ms", Value: "3600000"}}})
+	if !strings.Contains(strings.Join(res.Notes, "\n"), "00000000000000000000.log: no batch carries a timestamp; its seal time is the file's modification time") {
+		t.Fatalf("notes %q", res.Notes)
+	}
+	g, _, err := layout.LoadGeneration(context.Background(), st, res.StreamID, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := now.Add(-2 * time.Hour).UnixMilli(); g.MaxTimestamp != -1 || g.CreatedMs/1000 != want/1000 {
+		t.Fatalf("generation 0: max timestamp %d, created %d, want the mtime %d", g.MaxTimestamp, g.CreatedMs, want)
+	}
+	// Now: only [0, 5) is older than retention.ms (1 h) by its mtime.
+	if r := planRetention(t, st, "nots", 0, now); r.NewLogStart != 5 {
+		t.Fatalf("new log start %d, want 5 (only the segment 2 h old); plan %+v", r.NewLogStart, r.Plan)
+	}
+	// Two hours on, every segment expired, the open one too (its newest
+	// object was written by the import, now): log start = HW.
+	if r := planRetention(t, st, "nots", 0, now.Add(2*time.Hour)); r.NewLogStart != 12 {
+		t.Fatalf("new log start %d, want 12 (the open segment expires by its newest object's time); plan %+v", r.NewLogStart, r.Plan)
+	}
+}
+
+// min.compaction.lag.ms measures a segment without timestamps by the same
+// fallback: the one sealed 10 minutes ago (by its file's mtime) is too
+// young for a 1 h lag, the one 2 h old is not.
+func TestImportNoTimestampsMinCompactionLag(t *testing.T) {
+	now := time.Now()
+	dir := filepath.Join(t.TempDir(), "logs", "notsc-0")
+	writeSegments(t, dir, map[int64][]byte{
+		0:  segmentTs(t, []int64{0, 1, 2, 3, 4}, -1),
+		5:  segmentTs(t, []int64{5, 6, 7, 8, 9}, -1),
+		10: segmentTs(t, []int64{10, 11}, -1),
+	})
+	setMtime(t, filepath.Join(dir, "00000000000000000000.log"), now.Add(-2*time.Hour))
+	setMtime(t, filepath.Join(dir, "00000000000000000005.log"), now.Add(-10*time.Minute))
+	st := store.NewMem("t")
+	res := run(t, st, Options{Dir: dir, CleanupPolicy: "compact", TopicConfig: []retention.KV{{Key: "min.compaction.lag.ms", Value: "3600000"}}})
+	b := loadBinding(t, st, res)
+	p, reason, err := compaction.Freeze(context.Background(), st, b, now.UnixMilli())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.End != 5 || !strings.Contains(reason, "[5, 10) is younger than min.compaction.lag.ms") {
+		t.Fatalf("compactable end %d (%s), want 5: [5, 10) is 10 minutes old by its mtime", p.End, reason)
+	}
+}

@@ -117,6 +117,14 @@ func analyze(segs []segmentFile, res *Result, opt Options) (*plan, error) {
 			if rep.Batches == 0 {
 				f := h.BaseOffset
 				rep.FirstOffset = &f
+				if i > 0 && f != sf.base {
+					// The stream's virtual segment starts at its first
+					// batch (state: UnifiedLog.maybeRoll's rule); Kafka's
+					// is the file's name. Only the log start a retention
+					// pass reports can differ, by offsets no batch holds.
+					res.Notes = append(res.Notes, fmt.Sprintf("%s: Kafka's segment starts at %d (the file name), its first batch at %d; the stream's segment starts at %d, so a retention pass that deletes the segment before it puts the log start at %d where Kafka puts %d (offsets [%d, %d) hold no record)",
+						sf.name, sf.base, f, f, f, sf.base, sf.base, f))
+				}
 			}
 			rep.Batches++
 			rep.Records += int64(h.RecordsCount)

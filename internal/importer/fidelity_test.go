@@ -12,6 +12,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/compaction"
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/retention"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
@@ -113,5 +114,40 @@ func TestImportNoTimestampsMinCompactionLag(t *testing.T) {
 	}
 	if p.End != 5 || !strings.Contains(reason, "[5, 10) is younger than min.compaction.lag.ms") {
 		t.Fatalf("compactable end %d (%s), want 5: [5, 10) is 10 minutes old by its mtime", p.End, reason)
+	}
+}
+
+// After an offset gap between segment files a virtual segment starts at
+// the base offset Kafka gives it (here the file name and the first batch,
+// 10), not at the previous segment's end (5): deleting [0, 5) by
+// retention.ms puts the log start at 10, as Kafka's deleteSegments does.
+func TestImportSegmentBaseAfterGap(t *testing.T) {
+	now := time.Now()
+	old := now.Add(-2 * time.Hour).UnixMilli()
+	dir := filepath.Join(t.TempDir(), "logs", "gap-0")
+	writeSegments(t, dir, map[int64][]byte{
+		0:  segmentTs(t, []int64{0, 1, 2, 3, 4}, old),
+		10: segmentTs(t, []int64{10, 11, 12, 13, 14}, now.UnixMilli()),
+		15: segmentTs(t, []int64{15, 16}, now.UnixMilli()),
+	})
+	st := store.NewMem("t")
+	res := run(t, st, Options{Dir: dir, TopicConfig: []retention.KV{{Key: "retention.ms", Value: "3600000"}}})
+	b := loadBinding(t, st, res)
+	rr, err := recovery.Replay(context.Background(), st, b, recovery.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(rr.State.Segments[0].Base, rr.State.Segments[1].Base, rr.State.Segments[2].Base); got != "0 10 15" {
+		t.Fatalf("segment bases %s, want 0 10 15", got)
+	}
+	if r := planRetention(t, st, "gap", 0, now); r.NewLogStart != 10 {
+		t.Fatalf("new log start %d, want Kafka's 10; plan %+v", r.NewLogStart, r.Plan)
+	}
+	// A file whose first batch lies above its name: the difference is said.
+	dir2 := filepath.Join(t.TempDir(), "logs", "gap-1")
+	writeSegments(t, dir2, map[int64][]byte{0: segmentTs(t, []int64{0, 1}, old), 10: segmentTs(t, []int64{12}, old)})
+	res2 := run(t, store.NewMem("t2"), Options{Dir: dir2})
+	if !strings.Contains(strings.Join(res2.Notes, "\n"), "00000000000000000010.log: Kafka's segment starts at 10 (the file name), its first batch at 12") {
+		t.Fatalf("notes %q", res2.Notes)
 	}
 }

@@ -325,9 +325,15 @@ func (p *Partition) lastStableOffsetFor(pid, markerOffset int64) int64 {
 func (p *Partition) applySegment(h kafka.BatchHeader, size int64, pos Position) {
 	n := len(p.Segments)
 	if n == 0 || !p.Segments[n-1].Open() {
-		// A segment starts where the log stands, even when the first batch
-		// is above it (compaction and imports leave offset gaps).
-		base := p.NextOffset
+		// A new segment starts at its first batch's base offset, as Kafka
+		// rolls it (UnifiedLog.maybeRoll passes the first batch's offset,
+		// LocalLog.roll takes max(it, log end)): after an offset gap it
+		// does not start at the previous segment's end. The first segment
+		// of a log starts at the log's start.
+		base := h.BaseOffset
+		if n == 0 {
+			base = p.NextOffset
+		}
 		p.Segments = append(p.Segments, Segment{Base: base, End: -1, MaxTimestamp: NoTimestamp, OffsetOfMax: -1, Gen: -1})
 		n++
 	}

@@ -2,6 +2,7 @@ package importer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -149,5 +150,44 @@ func TestImportSegmentBaseAfterGap(t *testing.T) {
 	res2 := run(t, store.NewMem("t2"), Options{Dir: dir2})
 	if !strings.Contains(strings.Join(res2.Notes, "\n"), "00000000000000000010.log: Kafka's segment starts at 10 (the file name), its first batch at 12") {
 		t.Fatalf("notes %q", res2.Notes)
+	}
+}
+
+// --recover: a CRC failure in the middle of a segment that is not the
+// last truncates that segment there (LogSegment.recover) and drops the
+// segments after it (LogLoader.recoverLog); without --recover the import
+// refuses with ErrNeedsRecovery.
+func TestImportRecoverTruncatesAndDropsLater(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "logs", "rec-0")
+	mid := segmentTs(t, []int64{5, 6, 7, 8, 9}, 1000)
+	one := len(mid) / 5
+	mid[2*one+30] ^= 0xff // inside the batch at offset 7
+	writeSegments(t, dir, map[int64][]byte{
+		0:  segmentTs(t, []int64{0, 1, 2, 3, 4}, 1000),
+		5:  mid,
+		10: segmentTs(t, []int64{10, 11}, 1000),
+	})
+	if _, err := Run(context.Background(), store.NewMem("t0"), Options{Dir: dir}); !errors.Is(err, ErrNeedsRecovery) || !errors.Is(err, kafka.ErrCRC) {
+		t.Fatalf("without --recover: %v", err)
+	}
+	st := store.NewMem("t")
+	res := run(t, st, Options{Dir: dir, Recover: true})
+	if res.Head != 7 || res.Generations != 1 || !res.Recover {
+		t.Fatalf("head %d generations %d recover %v", res.Head, res.Generations, res.Recover)
+	}
+	s1, s2 := res.Segments[1], res.Segments[2]
+	if s1.Bytes != int64(2*one) || s1.DroppedBytes != int64(3*one) || *s1.DropPosition != int64(2*one) || !strings.Contains(s1.DropReason, "failing its CRC") {
+		t.Fatalf("segment 5: %+v", s1)
+	}
+	if s2.Bytes != 0 || s2.DroppedBytes != s2.Size || s2.Size == 0 || !strings.Contains(s2.DropReason, "deleted whole") || s2.Generation != nil {
+		t.Fatalf("segment 10: %+v", s2)
+	}
+	if res.BytesDropped != int64(3*one)+s2.Size {
+		t.Fatalf("bytes dropped %d, want %d", res.BytesDropped, int64(3*one)+s2.Size)
+	}
+	b := loadBinding(t, st, res)
+	rr, err := recovery.Replay(context.Background(), st, b, recovery.Options{Full: true})
+	if err != nil || rr.State.HW() != 7 || len(rr.State.Segments) != 2 || !rr.State.Segments[1].Open() {
+		t.Fatalf("replay: %v %+v", err, rr)
 	}
 }

@@ -55,6 +55,10 @@ var (
 	// ErrBindingExists reports that the partition is already bound in the
 	// store; the importer only creates new bindings.
 	ErrBindingExists = errors.New("binding already exists")
+	// ErrNeedsRecovery marks a segment defect that Kafka's log recovery
+	// would truncate (LogSegment.recover) and that the import refuses
+	// without --recover.
+	ErrNeedsRecovery = errors.New("kafka's recovery would truncate it")
 )
 
 // DefaultObjectBytes is the size the importer aims at for each stream
@@ -91,6 +95,11 @@ type Options struct {
 	ConfigFileName string
 	// DryRun reads and reports everything but writes nothing.
 	DryRun bool
+	// Recover does what Kafka's log loader does after an unclean
+	// shutdown (LogLoader.recoverLog, LogSegment.recover): the segments
+	// from the recovery point on are truncated at their first invalid
+	// batch, and every segment after the first truncated one is dropped.
+	Recover bool
 	// MaxSegmentBytes caps one .log file (0: DefaultMaxSegmentBytes).
 	MaxSegmentBytes int64
 	// ObjectBytes is the target object size (0: DefaultObjectBytes).
@@ -173,11 +182,16 @@ type Result struct {
 	Generations  int             `json:"generations"`
 	// Gaps lists the first offset gaps (at most 100); GapsTotal and
 	// GapOffsets count all of them.
-	Gaps        []Gap      `json:"gaps"`
-	GapsTotal   int64      `json:"gaps_total"`
-	GapOffsets  int64      `json:"gap_offsets"`
-	Epochs      EpochCheck `json:"epochs_check"`
-	StateDigest string     `json:"state_digest"`
+	Gaps       []Gap      `json:"gaps"`
+	GapsTotal  int64      `json:"gaps_total"`
+	GapOffsets int64      `json:"gap_offsets"`
+	Epochs     EpochCheck `json:"epochs_check"`
+	// Recover: --recover was given. RecoveryPoint is the offset Kafka's
+	// recovery starts from (recovery-point-offset-checkpoint; 0 without
+	// one, or without --recover).
+	Recover       bool   `json:"recover"`
+	RecoveryPoint int64  `json:"recovery_point"`
+	StateDigest   string `json:"state_digest"`
 	// HeadDoc is the stream head as written (nil on a dry run).
 	HeadDoc *layout.Head `json:"stream_head"`
 	Notes   []string     `json:"notes"`
@@ -276,7 +290,15 @@ func (im *Import) Run(ctx context.Context, st store.Store) (*Result, error) {
 		res.Notes = append(res.Notes, "no store opened: the check that the binding does not exist yet was skipped")
 	}
 	res.Notes = append(res.Notes, im.notes...)
-	p, err := analyze(segs, res, opt)
+	res.Recover = opt.Recover
+	if opt.Recover {
+		rp, err := recoveryPoint(dir, topic, partition, res)
+		if err != nil {
+			return nil, fmt.Errorf("import kafka-log %s: %w", name, err)
+		}
+		res.RecoveryPoint = rp
+	}
+	p, err := analyze(segs, res, opt, res.RecoveryPoint)
 	if err != nil {
 		return nil, fmt.Errorf("import kafka-log %s: %w", name, err)
 	}
@@ -487,6 +509,31 @@ func logStart(dir, topic string, partition int32, p *plan, res *Result) error {
 		res.LogStartSource = "log-start-offset-checkpoint (set as the stream head's trim)"
 	}
 	return nil
+}
+
+// recoveryPoint reads the partition's entry of the
+// recovery-point-offset-checkpoint in the broker's log directory: Kafka's
+// recovery (LogLoader.recoverLog) reads the segments from the one holding
+// it on. Without the file or an entry it is 0, as for Kafka (every segment
+// is recovered).
+func recoveryPoint(dir, topic string, partition int32, res *Result) (int64, error) {
+	path := filepath.Join(filepath.Dir(dir), "recovery-point-offset-checkpoint")
+	b, err := readOptional(path)
+	if err != nil || b == nil {
+		res.Notes = append(res.Notes, "--recover: no recovery-point-offset-checkpoint next to the directory: every segment is recovered (Kafka's recovery point 0)")
+		return 0, err
+	}
+	m, err := parseOffsetCheckpoint(b)
+	if err != nil {
+		return 0, refused("%s: %v", path, err)
+	}
+	v, ok := m[tpKey{topic, partition}]
+	if !ok || v < 0 {
+		res.Notes = append(res.Notes, "--recover: recovery-point-offset-checkpoint has no entry for the partition: every segment is recovered")
+		return 0, nil
+	}
+	res.Notes = append(res.Notes, fmt.Sprintf("--recover: recovery point %d (recovery-point-offset-checkpoint): the segments from the one holding it on are recovered", v))
+	return v, nil
 }
 
 // epochFile is the partition's leader-epoch-checkpoint as read.

@@ -182,19 +182,20 @@ type Result struct {
 	Generations  int             `json:"generations"`
 	// Gaps lists the first offset gaps (at most 100); GapsTotal and
 	// GapOffsets count all of them.
-	Gaps       []Gap      `json:"gaps"`
-	GapsTotal  int64      `json:"gaps_total"`
-	GapOffsets int64      `json:"gap_offsets"`
-	Epochs     EpochCheck `json:"epochs_check"`
-	// Recover: --recover was given. RecoveryPoint is the offset Kafka's
-	// recovery starts from (recovery-point-offset-checkpoint; 0 without
-	// one, or without --recover).
-	Recover       bool   `json:"recover"`
-	RecoveryPoint int64  `json:"recovery_point"`
-	StateDigest   string `json:"state_digest"`
+	Gaps        []Gap      `json:"gaps"`
+	GapsTotal   int64      `json:"gaps_total"`
+	GapOffsets  int64      `json:"gap_offsets"`
+	Epochs      EpochCheck `json:"epochs_check"`
+	StateDigest string     `json:"state_digest"`
 	// HeadDoc is the stream head as written (nil on a dry run).
 	HeadDoc *layout.Head `json:"stream_head"`
 	Notes   []string     `json:"notes"`
+
+	// Recover: --recover was given. RecoveryPoint is the offset Kafka's
+	// recovery starts from (recovery-point-offset-checkpoint; 0 without
+	// one, or without --recover).
+	Recover       bool  `json:"recover"`
+	RecoveryPoint int64 `json:"recovery_point"`
 }
 
 // Run imports opt.Dir into st: Prepare, then (*Import).Run.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -189,5 +190,59 @@ func TestImportRecoverTruncatesAndDropsLater(t *testing.T) {
 	rr, err := recovery.Replay(context.Background(), st, b, recovery.Options{Full: true})
 	if err != nil || rr.State.HW() != 7 || len(rr.State.Segments) != 2 || !rr.State.Segments[1].Open() {
 		t.Fatalf("replay: %v %+v", err, rr)
+	}
+}
+
+// A sealed segment's time index ends with the entry Kafka writes when the
+// segment is rolled (LogSegment.onBecomeInactiveSegment: max timestamp
+// and its offset): the imported state's index equals the broker's own
+// .timeindex files of the real fixtures.
+func TestImportFinalTimeIndexEntryMatchesKafka(t *testing.T) {
+	idx, err := filepath.Glob(filepath.Join(fixtureRoot, "*", "*", "*.timeindex"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, f := range idx {
+		b := readFile(t, f)
+		if len(b) == 0 {
+			continue
+		}
+		dir := filepath.Dir(f)
+		logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+		base := strings.TrimSuffix(filepath.Base(f), ".timeindex")
+		if len(logs) < 2 || filepath.Base(logs[len(logs)-1]) == base+".log" {
+			continue // only sealed (rolled) segments
+		}
+		baseOff, err := strconv.ParseInt(base, 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := kafka.ReadTimeIndex(b, baseOff)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := store.NewMem("t")
+		res := run(t, st, Options{Dir: copyPartition(t, dir)})
+		rr, err := recovery.Replay(context.Background(), st, loadBinding(t, st, res), recovery.Options{Full: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range rr.State.Segments {
+			if s.Base != baseOff {
+				continue
+			}
+			var got []kafka.TimeIndexEntry
+			for _, e := range s.TimeIndex {
+				got = append(got, kafka.TimeIndexEntry{Timestamp: e.Timestamp, Offset: e.Offset})
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("%s: time index %v, Kafka's file %v", f, got, want)
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no sealed fixture segment with a time index")
 	}
 }

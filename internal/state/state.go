@@ -360,8 +360,21 @@ func (p *Partition) Seal(gen, end int64) error {
 	if end != p.NextOffset {
 		return fmt.Errorf("seal generation %d at %d: log is at %d", gen, end, p.NextOffset)
 	}
-	p.Segments[n-1].End = end
-	p.Segments[n-1].Gen = gen
+	s := &p.Segments[n-1]
+	s.End = end
+	s.Gen = gen
+	// LogSegment.onBecomeInactiveSegment: a rolled segment appends its max
+	// timestamp and that timestamp's offset to the time index
+	// (TimeIndex.maybeAppend: only when above the last entry's timestamp;
+	// the empty index's last entry is NO_TIMESTAMP), so the largest
+	// timestamp survives a restart.
+	last := int64(NoTimestamp)
+	if k := len(s.TimeIndex); k > 0 {
+		last = s.TimeIndex[k-1].Timestamp
+	}
+	if s.MaxTimestamp > last {
+		s.TimeIndex = append(s.TimeIndex, TimeIndexEntry{Timestamp: s.MaxTimestamp, Offset: s.OffsetOfMax})
+	}
 	return nil
 }
 

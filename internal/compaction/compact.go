@@ -79,6 +79,7 @@ type Plan struct {
 	LogStart int64 `json:"-"`
 	prev     []source
 	new      []source
+	dirty    []source // every closed segment after the previous set (task.go's due)
 	aborts   abortIndex
 	binding  *layout.Binding
 	dec      *kafka.BatchDecoder
@@ -99,6 +100,8 @@ type Result struct {
 	Resumed   bool               `json:"resumed"`
 	Activated bool               `json:"activated"`
 	DryRun    bool               `json:"dry_run"`
+	// Due is whether Kafka's cleaner would pick the partition now (task.go).
+	Due *Due `json:"due"`
 }
 
 // Freeze is step 1: the closed segments below the LSO (and old enough for
@@ -150,6 +153,7 @@ func Freeze(ctx context.Context, st store.Store, b *layout.Binding, nowMs int64)
 		}
 	}
 	sort.Slice(committed, func(i, j int) bool { return committed[i].gen.Base < committed[j].gen.Base })
+	p.dirty = committed
 	// firstUncleanable (LogCleanerManager): nothing at or above the LSO,
 	// nothing in the open segment, nothing younger than
 	// min.compaction.lag.ms; whole segments only.
@@ -224,6 +228,9 @@ func Compact(ctx context.Context, st store.Store, b *layout.Binding, o Options) 
 	}
 	p.Params.ObjectBytes = o.ObjectBytes
 	out.Plan = p
+	if out.Due, err = p.due(ctx, st, b.Config, nowMs, reason); err != nil {
+		return nil, err
+	}
 	if task != nil && !o.DryRun {
 		if sameInputs(task.Plan, p) {
 			out.Resumed = true

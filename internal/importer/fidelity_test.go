@@ -246,3 +246,57 @@ func TestImportFinalTimeIndexEntryMatchesKafka(t *testing.T) {
 		t.Fatal("no sealed fixture segment with a time index")
 	}
 }
+
+// compactDue imports [0,20) at base, [20,21) at base+10m and an open
+// [21,22), compacts [0,20) at base+35m (min.compaction.lag.ms 30m keeps
+// [20,21) out), then asks a dry run at base+2h whether Kafka's cleaner
+// would pick the partition.
+func compactDue(t *testing.T, maxLag string) *compaction.Result {
+	t.Helper()
+	ctx := context.Background()
+	base := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	ms := func(d time.Duration) int64 { return base.Add(d).UnixMilli() }
+	var first []int64
+	for i := int64(0); i < 20; i++ {
+		first = append(first, i)
+	}
+	dir := filepath.Join(t.TempDir(), "logs", "due-0")
+	writeSegments(t, dir, map[int64][]byte{
+		0:  segmentTs(t, first, ms(0)),
+		20: segmentTs(t, []int64{20}, ms(10*time.Minute)),
+		21: segmentTs(t, []int64{21}, ms(20*time.Minute)),
+	})
+	st := store.NewMem("t")
+	kv := []retention.KV{{Key: "min.compaction.lag.ms", Value: "1800000"}}
+	if maxLag != "" {
+		kv = append(kv, retention.KV{Key: "max.compaction.lag.ms", Value: maxLag})
+	}
+	res := run(t, st, Options{Dir: dir, CleanupPolicy: "compact", TopicConfig: kv})
+	r, err := compaction.Compact(ctx, st, loadBinding(t, st, res), compaction.Options{NowMs: ms(35 * time.Minute)})
+	if err != nil || !r.Activated || r.Plan.End != 20 {
+		t.Fatalf("first compaction: %v %+v", err, r)
+	}
+	r, err = compaction.Compact(ctx, st, loadBinding(t, st, res), compaction.Options{NowMs: ms(2 * time.Hour), DryRun: true})
+	if err != nil || r.Due == nil || r.Plan.End != 21 {
+		t.Fatalf("dry run: %v %+v", err, r)
+	}
+	return r
+}
+
+// max.compaction.lag.ms makes a partition due below the dirty ratio
+// (LogCleanerManager: needCompactionNow when maxCompactionDelay > 0), and
+// compact --dry-run says why it is or is not due.
+func TestCompactDueMaxCompactionLag(t *testing.T) {
+	d := compactDue(t, "").Due // default: Long.MAX_VALUE
+	if d.Due || d.DirtyRatio <= 0 || d.DirtyRatio >= 0.5 || d.CleanBytes == 0 || d.MaxCompactionDelayMs != 0 || !strings.HasPrefix(d.Reason, "not due: dirty ratio ") {
+		t.Fatalf("default max lag: %+v", d)
+	}
+	d = compactDue(t, "3600000").Due // 1 h: [20,21)'s first batch (10m) is 50m past it
+	if !d.Due || d.DirtyRatio >= 0.5 || d.MaxCompactionDelayMs != 50*60*1000 || !strings.Contains(d.Reason, "past max.compaction.lag.ms 3600000") {
+		t.Fatalf("max lag 1h: %+v", d)
+	}
+	d = compactDue(t, "10800000").Due // 3 h: nothing is that old
+	if d.Due || d.MaxCompactionDelayMs != 0 {
+		t.Fatalf("max lag 3h: %+v", d)
+	}
+}

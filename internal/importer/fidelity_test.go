@@ -300,3 +300,58 @@ func TestCompactDueMaxCompactionLag(t *testing.T) {
 		t.Fatalf("max lag 3h: %+v", d)
 	}
 }
+
+// segmentSameKey writes one single-record batch per offset, all with the
+// key "k", timestamp ts.
+func segmentSameKey(t testing.TB, offsets []int64, ts int64) []byte {
+	t.Helper()
+	var out []byte
+	for _, off := range offsets {
+		b, err := kafka.EncodeBatch(kafka.NewBatchSpec(off, []kafka.Record{{Key: []byte("k"), Value: []byte("value"), Offset: off, Timestamp: ts}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b...)
+	}
+	return out
+}
+
+// compact,delete with ACTIVE coverage: retention.bytes is measured on what
+// readers see. Two closed segments of one key compact to a single record;
+// Kafka's cleaned log is then one small segment [0, 40) plus the open one,
+// under retention.bytes: nothing is deleted (the uncompacted sizes would
+// delete the first closed segment).
+func TestRetentionPlansOnCompactedView(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now()
+	offs := func(from, to int64) []int64 {
+		var out []int64
+		for o := from; o < to; o++ {
+			out = append(out, o)
+		}
+		return out
+	}
+	dir := filepath.Join(t.TempDir(), "logs", "cd-0")
+	writeSegments(t, dir, map[int64][]byte{
+		0:  segmentSameKey(t, offs(0, 20), now.UnixMilli()),
+		20: segmentSameKey(t, offs(20, 40), now.UnixMilli()),
+		40: segmentSameKey(t, offs(40, 60), now.UnixMilli()),
+	})
+	openBytes := int64(len(segmentSameKey(t, offs(40, 60), now.UnixMilli())))
+	st := store.NewMem("t")
+	res := run(t, st, Options{Dir: dir, CleanupPolicy: "compact,delete", TopicConfig: []retention.KV{{Key: "retention.bytes", Value: fmt.Sprint(2*openBytes - 10)}}})
+	before := planRetention(t, st, "cd", 0, now)
+	if before.NewLogStart != 20 {
+		t.Fatalf("before compaction: new log start %d, want 20 (the uncompacted segments exceed retention.bytes by more than [0, 20))", before.NewLogStart)
+	}
+	if r, err := compaction.Compact(ctx, st, loadBinding(t, st, res), compaction.Options{NowMs: now.UnixMilli()}); err != nil || !r.Activated || r.Plan.End != 40 {
+		t.Fatalf("compact: %v %+v", err, r)
+	}
+	after := planRetention(t, st, "cd", 0, now)
+	if after.NewLogStart != 0 {
+		t.Fatalf("after compaction: new log start %d, want 0 (the view's [0, 40) is far under retention.bytes); plan %+v", after.NewLogStart, after.Plan)
+	}
+	if c := after.Plan.Candidates; len(c) < 2 || c[1].Rule != retention.RuleRetentionBytes || c[1].Segments != 0 {
+		t.Fatalf("candidates %+v", c)
+	}
+}

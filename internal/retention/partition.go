@@ -105,9 +105,18 @@ func RunPartition(ctx context.Context, st store.Store, req Request) *Result {
 	if err != nil {
 		return fail(err)
 	}
+	segs := SegmentsOf(res.State, sealTimes)
+	if req.Retention && b.Config.HasPolicy("compact") && b.Config.HasPolicy("delete") && b.Coverage.State == layout.CoverageActive {
+		// compact,delete: plan on what readers see (ViewSegments).
+		view, err := viewObjects(ctx, counter, b)
+		if err != nil {
+			return fail(err)
+		}
+		segs = ViewSegments(segs, b.Coverage.Start, b.Coverage.End, view, b.Config.SegmentBytes)
+	}
 	plan := Compute(Input{
 		Topic: b.Topic, Config: b.Config, LogStart: res.State.LogStart, HW: res.State.HW(),
-		Segments: SegmentsOf(res.State, sealTimes), NowMs: req.NowMs,
+		Segments: segs, NowMs: req.NowMs,
 		DeleteRecords: req.DeleteRecords, Retention: req.Retention,
 	})
 	out.Plan = &plan

@@ -228,9 +228,6 @@ func Compact(ctx context.Context, st store.Store, b *layout.Binding, o Options) 
 	}
 	p.Params.ObjectBytes = o.ObjectBytes
 	out.Plan = p
-	if out.Due, err = p.due(ctx, st, b.Config, nowMs, reason); err != nil {
-		return nil, err
-	}
 	if task != nil && !o.DryRun {
 		if sameInputs(task.Plan, p) {
 			out.Resumed = true
@@ -250,6 +247,9 @@ func Compact(ctx context.Context, st store.Store, b *layout.Binding, o Options) 
 				out.Plan = p
 			}
 		}
+	}
+	if out.Due, err = p.due(ctx, st, b.Config, p.Params.NowMs, reason); err != nil {
+		return nil, err
 	}
 	if reason != "" && len(p.new) == 0 {
 		out.UpToDate, out.Reason = true, reason

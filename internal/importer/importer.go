@@ -12,7 +12,8 @@
 // zero tail in an earlier segment, a CRC mismatch anywhere, offsets that go
 // back or segments that overlap — stops the import with an error naming
 // the file and byte position. Offset gaps (normal after compaction) are
-// reported.
+// reported. With Options.Recover it recovers as Kafka's LogLoader.recoverLog
+// does after an unclean shutdown (see analyze).
 //
 // Writing goes through stream.Writer only: each segment file becomes one
 // COMMITTED generation of objects of about 1 MiB, the last one stays the

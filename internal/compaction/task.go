@@ -177,7 +177,7 @@ func (p *Plan) due(ctx context.Context, st store.Store, cfg layout.TopicConfig, 
 		d.Due = true
 		d.Reason = fmt.Sprintf("due: %s > min.cleanable.dirty.ratio %.2f; %s", ratio, MinCleanableDirtyRatio, lag)
 	case d.CleanableBytes == 0:
-		d.Reason = fmt.Sprintf("not due: nothing cleanable; %s", lag)
+		d.Reason = fmt.Sprintf("not due: nothing cleanable, %s; %s", ratio, lag)
 	default:
 		d.Reason = fmt.Sprintf("not due: %s <= min.cleanable.dirty.ratio %.2f and %s", ratio, MinCleanableDirtyRatio, lag)
 	}

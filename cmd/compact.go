@@ -145,6 +145,9 @@ func runCompact(cmd *cobra.Command, g *globals, o *compactOptions, args []string
 		}
 		rangeStr := fmt.Sprintf("[%d, %d)", r.Plan.Base, r.Plan.End)
 		rows = append(rows, []string{tp.String(), action, rangeStr, fmt.Sprint(s.RecordsIn), fmt.Sprint(s.RowsOut), fmt.Sprint(s.BytesIn), fmt.Sprint(s.BytesOut)})
+		if o.dryRun && r.Due != nil {
+			details = append(details, fmt.Sprintf("%s: %s\n", tp, r.Due.Reason))
+		}
 		if !r.UpToDate {
 			details = append(details, fmt.Sprintf("%s: keys %d; tombstones kept %d, dropped %d; aborted records dropped %d; control %d; keyless %d; superseded %d; passes %d; offset map %d bytes; generation %d\n",
 				tp, s.Keys, s.TombstonesKept, s.TombstonesDropped, s.AbortedDropped, s.ControlDropped, s.KeylessDropped, s.Superseded, s.Passes, s.MapBytes, r.Gen))

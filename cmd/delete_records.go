@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -14,6 +15,7 @@ type deleteRecordsOptions struct {
 	file   string
 	dryRun bool
 	yes    bool
+	strict bool
 }
 
 func newDeleteRecordsCmd(g *globals) *cobra.Command {
@@ -27,15 +29,23 @@ as 'nereusctl trim' does (same rules, same durable sequence):
   {"partitions": [{"topic": "orders", "partition": 0, "offset": 1200}], "version": 1}
 
 Every field is required, the version must be 1, and duplicate partitions are
-an error (nothing is trimmed then). The output matches kafka-delete-records:
-one 'partition: T-P<TAB>low_watermark: N' or 'partition: T-P<TAB>error: ...'
-line per partition; -o json gives the trim contract. A dry run prints
-'Dry run: records delete operation planned, nothing deleted:' and
-'partition: T-P<TAB>would_be_low_watermark: N' lines instead.
+an error (nothing is trimmed then). The output is kafka-delete-records.sh's
+(DeleteRecordsCommand): 'Executing records delete operation', then
+'Records delete operation completed:', then per partition, sorted by topic
+and partition, 'partition: T-P<TAB>low_watermark: N' or
+'partition: T-P<TAB>error: <exception>: <message>' with Kafka's exception and
+default message (nereusctl's own explanation goes to stderr). As with
+kafka-delete-records.sh, a partition's Kafka error (OFFSET_OUT_OF_RANGE,
+POLICY_VIOLATION, INVALID_TOPIC_EXCEPTION, UNKNOWN_TOPIC_OR_PARTITION) still
+exits 0; --strict makes it exit 1 (for cron). A failure of nereusctl itself
+(store, corrupt or missing data, a lease) keeps its exit code. -o json gives
+the trim contract. A dry run prints 'Dry run: records delete operation
+planned, nothing deleted:' and 'partition: T-P<TAB>would_be_low_watermark: N'
+lines instead.
 
 When any partition would lose EVERY record (offset -1, or the HW), the
 command needs --yes: on a terminal it asks (y/N on stdin) before trimming
-anything; otherwise it is refused with exit 2 and nothing is trimmed.` + exitStatusHelp("1 when any partition reports an error", "2 for a malformed JSON file or a duplicate partition, or a trim removing every record not confirmed (--yes) (nothing is changed)"),
+anything; otherwise it is refused with exit 2 and nothing is trimmed.` + exitStatusHelp("1 with --strict when any partition reports an error; without it only when nereusctl itself failed for a partition (a Kafka error per partition exits 0, as kafka-delete-records.sh does)", "2 for a malformed JSON file or a duplicate partition, or a trim removing every record not confirmed (--yes) (nothing is changed)"),
 		Example: `  nereusctl delete-records --offset-json-file offsets.json --dry-run
   # destructive: the records below each offset become unreadable
   nereusctl delete-records --offset-json-file offsets.json -o json`,
@@ -77,6 +87,10 @@ anything; otherwise it is refused with exit 2 and nothing is trimmed.` + exitSta
 					return err
 				}
 			}
+			if !o.dryRun && !g.json() {
+				// DeleteRecordsCommand prints it before it sends the request.
+				fmt.Fprintln(g.stdout, "Executing records delete operation")
+			}
 			var rs []*retention.Result
 			for _, t := range targets {
 				off := t.Offset
@@ -89,11 +103,78 @@ anything; otherwise it is refused with exit 2 and nothing is trimmed.` + exitSta
 					return ctx.Err()
 				}
 			}
-			return renderTrimResults(g, o.dryRun, rs, true)
+			return renderDeleteRecords(g, o.dryRun, o.strict, rs)
 		},
 	}
 	c.Flags().StringVar(&o.file, "offset-json-file", "", "Kafka's delete-records JSON file")
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the outcome per partition; write nothing")
 	c.Flags().BoolVar(&o.yes, "yes", false, "trim partitions whose every record goes (offset -1 or the HW) without asking")
+	c.Flags().BoolVar(&o.strict, "strict", false, "exit 1 when any partition reports an error (kafka-delete-records.sh exits 0; for cron)")
 	return c
+}
+
+// renderDeleteRecords prints kafka-delete-records.sh's lines
+// (DeleteRecordsCommand.execute: "Executing records delete operation",
+// then "Records delete operation completed:", then one line per
+// partition; Kafka's order is a hash map's, nereusctl sorts by topic and
+// partition). Kafka's per-partition errors exit 0 unless strict; a failure
+// of nereusctl itself keeps its code. -o json is the trim contract.
+func renderDeleteRecords(g *globals, dryRun, strict bool, rs []*retention.Result) error {
+	sorted := append([]*retention.Result(nil), rs...)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if sorted[i].Topic != sorted[j].Topic {
+			return sorted[i].Topic < sorted[j].Topic
+		}
+		return sorted[i].Partition < sorted[j].Partition
+	})
+	var failed, own []*retention.Result
+	for _, r := range sorted {
+		if r.OK() {
+			continue
+		}
+		if _, kafka := retention.KafkaErrorText(r.Error); kafka {
+			failed = append(failed, r)
+		} else {
+			own = append(own, r)
+		}
+	}
+	if g.json() {
+		if err := writeJSON(g.stdout, trimJSON{SchemaVersion: SchemaVersion, DryRun: dryRun, Partitions: nonNil(sorted)}); err != nil {
+			return err
+		}
+	} else {
+		if dryRun {
+			fmt.Fprintln(g.stdout, "Dry run: records delete operation planned, nothing deleted:")
+		} else {
+			fmt.Fprintln(g.stdout, "Records delete operation completed:")
+		}
+		for _, r := range sorted {
+			name := fmt.Sprintf("%s-%d", r.Topic, r.Partition)
+			switch text, kafka := retention.KafkaErrorText(r.Error); {
+			case r.OK() && dryRun:
+				fmt.Fprintf(g.stdout, "partition: %s\twould_be_low_watermark: %d\n", name, r.NewLogStart)
+			case r.OK():
+				fmt.Fprintf(g.stdout, "partition: %s\tlow_watermark: %d\n", name, r.NewLogStart)
+			case kafka:
+				fmt.Fprintf(g.stdout, "partition: %s\terror: %s\n", name, text)
+				fmt.Fprintf(g.stderr, "delete-records %s: %s: %s\n", name, r.Error, r.ErrorDetail)
+			default:
+				fmt.Fprintf(g.stdout, "partition: %s\terror: %s: %s\n", name, r.Error, r.ErrorDetail)
+			}
+		}
+	}
+	if len(own) > 0 {
+		r := own[0]
+		err := fmt.Errorf("delete-records: %d of %d partitions failed (first: %s-%d: %s)", len(own)+len(failed), len(rs), r.Topic, r.Partition, r.ErrorDetail)
+		if r.Err != nil {
+			return exitcode.Wrap(exitcode.Of(r.Err), err, exitcode.HintOf(r.Err))
+		}
+		return err
+	}
+	if strict && len(failed) > 0 {
+		r := failed[0]
+		return exitcode.Wrap(exitcode.Error, fmt.Errorf("delete-records: %d of %d partitions report an error (--strict; first: %s-%d: %s: %s)", len(failed), len(rs), r.Topic, r.Partition, r.Error, r.ErrorDetail),
+			"the other partitions were done; fix the offsets of those that failed and rerun")
+	}
+	return nil
 }

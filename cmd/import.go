@@ -43,6 +43,7 @@ func (o *importOptions) addFlags(c *cobra.Command) {
 	f.StringArrayVar(&o.topicConfig, "topic-config", nil, "a topic config KEY=VALUE with Kafka's name (repeatable): "+strings.Join(retention.TopicConfigKeys(), ", "))
 	f.StringVar(&o.configFile, "topic-config-file", "", "a file holding 'kafka-configs --describe --entity-type topics --entity-name TOPIC [--all]' output (or KEY=VALUE lines)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "read, recover and report, but write nothing")
+	f.BoolVar(&o.Recover, "recover", false, "recover as Kafka's log loader does after an unclean shutdown: truncate each segment from the recovery point on at its first invalid batch (CRC, garbage, torn), drop the segments after it, report every byte dropped")
 	f.Int64Var(&o.MaxSegmentBytes, "max-segment-bytes", importer.DefaultMaxSegmentBytes, "refuse a .log file larger than this")
 }
 
@@ -101,6 +102,15 @@ reported per file. A torn or zero tail in an earlier segment, a CRC mismatch
 anywhere, offsets going back or overlapping segments stop the import with
 exit 3, naming the file and the byte position. Offset gaps, normal after
 compaction, are reported.
+
+--recover does what Kafka's log loader does after an unclean shutdown
+(LogLoader.recoverLog, LogSegment.recover): every segment from the one
+holding the recovery point (recovery-point-offset-checkpoint in the log
+directory above DIR; 0 without it) on is truncated at its first invalid
+batch (a CRC failure, garbage, a torn batch), the first segment truncated
+becomes the last one, and every segment after it is dropped whole. Each
+byte dropped is reported (table, Dropped lines, bytes_dropped in JSON). A
+defect below the recovery point still stops the import.
 
 Each segment file becomes one sealed COMMITTED generation of objects of
 about 1 MiB; the last one stays the open segment. The stream starts at the
@@ -211,6 +221,8 @@ func importErr(err error) error {
 		return exitcode.Wrap(exitcode.Error, err, "the partition is bound already; import into another store (--store) or choose another --topic/--partition")
 	case errors.Is(err, importer.ErrRefused):
 		return exitcode.Wrap(exitcode.Usage, err, "point DIR at the partition directory itself (a real directory of regular files) and check its name")
+	case errors.Is(err, importer.ErrNeedsRecovery):
+		return exitcode.Wrap(exitcode.Verify, err, "Kafka's own log recovery would truncate the segment there: rerun with --recover to do the same (every byte dropped is reported; try --dry-run first), or restore the partition from a replica")
 	case errors.Is(err, kafka.ErrCRC):
 		return exitcode.Wrap(exitcode.Verify, err, "restore the partition from a replica; if this is the torn tail of a crashed broker, import a copy cut at the named byte")
 	case exitcode.IsCorruption(err):
@@ -228,6 +240,9 @@ func renderImport(w io.Writer, r *importer.Result) error {
 	fmt.Fprintf(w, "Segments: %d, batches %d, records %d, %d bytes kept, %d dropped\n", len(r.Segments), r.Batches, r.Records, r.Bytes, r.BytesDropped)
 	fmt.Fprintf(w, "Stream: start %d, head %d, log start %d from %s\n", r.Start, r.Head, r.LogStart, r.LogStartSource)
 	fmt.Fprintf(w, "        %d objects, %d sealed generations, the last segment open\n", r.Objects, r.Generations)
+	if r.Recover {
+		fmt.Fprintf(w, "Recovery: --recover from recovery point %d (Kafka's LogSegment.recover), %d bytes dropped\n", r.RecoveryPoint, r.BytesDropped)
+	}
 	fmt.Fprintf(w, "Config: cleanup.policy=%s retention.ms=%d retention.bytes=%d segment.bytes=%d (source: %s)\n", r.Config.CleanupPolicy, r.Config.RetentionMs, r.Config.RetentionBytes, r.Config.SegmentBytes, r.ConfigSource)
 	if r.GapsTotal == 0 {
 		fmt.Fprintln(w, "Gaps: none")

@@ -79,6 +79,7 @@ type Plan struct {
 	LogStart int64 `json:"-"`
 	prev     []source
 	new      []source
+	dirty    []source // every closed segment after the previous set (task.go's due)
 	aborts   abortIndex
 	binding  *layout.Binding
 	dec      *kafka.BatchDecoder
@@ -99,6 +100,8 @@ type Result struct {
 	Resumed   bool               `json:"resumed"`
 	Activated bool               `json:"activated"`
 	DryRun    bool               `json:"dry_run"`
+	// Due is whether Kafka's cleaner would pick the partition now (task.go).
+	Due *Due `json:"due"`
 }
 
 // Freeze is step 1: the closed segments below the LSO (and old enough for
@@ -150,6 +153,7 @@ func Freeze(ctx context.Context, st store.Store, b *layout.Binding, nowMs int64)
 		}
 	}
 	sort.Slice(committed, func(i, j int) bool { return committed[i].gen.Base < committed[j].gen.Base })
+	p.dirty = committed
 	// firstUncleanable (LogCleanerManager): nothing at or above the LSO,
 	// nothing in the open segment, nothing younger than
 	// min.compaction.lag.ms; whole segments only.
@@ -163,7 +167,7 @@ func Freeze(ctx context.Context, st store.Store, b *layout.Binding, nowMs int64)
 			reason = fmt.Sprintf("segment [%d, %d) reaches the LSO %d", s.gen.Base, s.gen.End, p.Params.LSO)
 			break
 		}
-		if lag := b.Config.MinCompactionLagMs; lag > 0 && s.gen.MaxTimestamp > nowMs-lag {
+		if lag := b.Config.MinCompactionLagMs; lag > 0 && segmentTime(s.gen) > nowMs-lag {
 			reason = fmt.Sprintf("segment [%d, %d) is younger than min.compaction.lag.ms", s.gen.Base, s.gen.End)
 			break
 		}
@@ -243,6 +247,9 @@ func Compact(ctx context.Context, st store.Store, b *layout.Binding, o Options) 
 				out.Plan = p
 			}
 		}
+	}
+	if out.Due, err = p.due(ctx, st, b.Config, p.Params.NowMs, reason); err != nil {
+		return nil, err
 	}
 	if reason != "" && len(p.new) == 0 {
 		out.UpToDate, out.Reason = true, reason

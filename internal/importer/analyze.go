@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash"
 	"sort"
+	"time"
 
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
@@ -55,15 +56,36 @@ type offRange struct{ from, to int64 }
 // analyze is pass 1: read every segment once, recover its tail like
 // Kafka's log loader, check offsets across segments, plan the objects and
 // derive the partition state the import must reproduce.
-func analyze(segs []segmentFile, res *Result, opt Options) (*plan, error) {
+//
+// With opt.Recover it recovers the way LogLoader.recoverLog does after an
+// unclean shutdown: every segment from the one holding the recovery point
+// on is read with LogSegment.recover, which truncates it at the first
+// invalid batch (a CRC failure, a corrupt header, garbage, a torn batch);
+// the first segment that loses bytes becomes the last, and every segment
+// after it is deleted (removeAndDeleteSegmentsAsync). Every byte dropped
+// is reported.
+func analyze(segs []segmentFile, res *Result, opt Options, recoveryPoint int64) (*plan, error) {
 	p := &plan{start: segs[0].base}
 	p.part = state.New(p.start)
 	expect := p.start
 	digest := sha256.New()
 	gen := int64(0)
 	lim := kafka.DefaultLimits()
+	truncated := ""
+	var kept []segmentFile
 	for i, sf := range segs {
+		if truncated != "" {
+			// LogLoader.recoverLog: after a segment lost bytes, the rest
+			// of the unflushed segments are deleted.
+			zero := int64(0)
+			res.Segments = append(res.Segments, SegmentReport{File: sf.name, BaseOffset: sf.base, Size: sf.size, DroppedBytes: sf.size, DropPosition: &zero, NextOffset: expect,
+				DropReason: fmt.Sprintf("deleted whole: recovery truncated %s, and Kafka's log loader deletes every segment after the one it truncates", truncated)})
+			continue
+		}
 		last := i == len(segs)-1
+		// Kafka recovers the segments from the one holding the recovery
+		// point on (segments.values(recoveryPoint, MAX)).
+		recover := opt.Recover && (last || segs[i+1].base > recoveryPoint)
 		if sf.base < expect {
 			return nil, fmt.Errorf("segments overlap: %s holds offsets up to %d, but %s starts at %d: %w",
 				segs[i-1].path, expect-1, sf.path, sf.base, kafka.ErrCorrupt)
@@ -116,6 +138,14 @@ func analyze(segs []segmentFile, res *Result, opt Options) (*plan, error) {
 			if rep.Batches == 0 {
 				f := h.BaseOffset
 				rep.FirstOffset = &f
+				if i > 0 && f != sf.base {
+					// The stream's virtual segment starts at its first
+					// batch (state: UnifiedLog.maybeRoll's rule); Kafka's
+					// is the file's name. Only the log start a retention
+					// pass reports can differ, by offsets no batch holds.
+					res.Notes = append(res.Notes, fmt.Sprintf("%s: Kafka's segment starts at %d (the file name), its first batch at %d; the stream's segment starts at %d, so a retention pass that deletes the segment before it puts the log start at %d where Kafka puts %d (offsets [%d, %d) hold no record)",
+						sf.name, sf.base, f, f, f, sf.base, sf.base, f))
+				}
 			}
 			rep.Batches++
 			rep.Records += int64(h.RecordsCount)
@@ -130,11 +160,20 @@ func analyze(segs []segmentFile, res *Result, opt Options) (*plan, error) {
 		sp.kept = len(data)
 		if err := sc.Err(); err != nil {
 			pos := int(sc.Pos())
-			if err := recoverTail(sf, data, pos, err, last, rep); err != nil {
+			if recover {
+				if err := recoverInvalid(sf, data, pos, err, rep); err != nil {
+					return nil, err
+				}
+				if !last {
+					truncated = sf.name
+					last = true
+				}
+			} else if err := recoverTail(sf, data, pos, err, last, rep, opt.Recover); err != nil {
 				return nil, err
 			}
 			sp.kept = pos
 		}
+		kept = append(kept, sf)
 		if cur.batches > 0 {
 			cur.end, cur.next = sp.kept, expect
 			sp.objects = append(sp.objects, cur)
@@ -146,6 +185,16 @@ func analyze(segs []segmentFile, res *Result, opt Options) (*plan, error) {
 		rep.Bytes = int64(sp.kept)
 		rep.NextOffset = expect
 		rep.Objects = len(sp.objects)
+		if rep.Batches > 0 && sp.maxTs < 0 {
+			// LogSegment.largestTimestamp: no batch timestamp, so Kafka
+			// measures retention.ms and min.compaction.lag.ms from the
+			// file's last-modified time.
+			if last {
+				res.Notes = append(res.Notes, fmt.Sprintf("%s: no batch carries a timestamp; Kafka measures its age by the file's modification time, nereusctl by the write time of the open segment's newest object (the import, which is later: never earlier deletion)", sf.name))
+			} else {
+				res.Notes = append(res.Notes, fmt.Sprintf("%s: no batch carries a timestamp; its seal time is the file's modification time %s (LogSegment.largestTimestamp)", sf.name, time.UnixMilli(sf.mtimeMs).UTC().Format(time.RFC3339)))
+			}
+		}
 		switch {
 		case last:
 		case len(sp.objects) == 0:
@@ -161,7 +210,7 @@ func analyze(segs []segmentFile, res *Result, opt Options) (*plan, error) {
 		p.segs = append(p.segs, sp)
 	}
 	p.dataEnd = expect
-	p.kafkaEnd = max(expect, segs[len(segs)-1].base)
+	p.kafkaEnd = max(expect, kept[len(kept)-1].base)
 	p.digest = hex.EncodeToString(digest.Sum(nil))
 	return p, nil
 }
@@ -172,17 +221,23 @@ func analyze(segs []segmentFile, res *Result, opt Options) (*plan, error) {
 // zero-filled preallocated tail end the log there, and the bytes after pos
 // are dropped and reported. Anything else, and any torn or zero tail in a
 // segment that is not the last, is corruption.
-func recoverTail(sf segmentFile, data []byte, pos int, scanErr error, last bool, rep *SegmentReport) error {
+func recoverTail(sf segmentFile, data []byte, pos int, scanErr error, last bool, rep *SegmentReport, recovering bool) error {
 	rest := data[pos:]
 	torn := errors.Is(scanErr, kafka.ErrTruncated)
 	zero := errors.Is(scanErr, kafka.ErrZeroTail)
+	flushed := ""
+	if recovering {
+		// --recover was given, but the segment lies below the recovery
+		// point: Kafka flushed it and never recovers it.
+		flushed = "; the segment lies below the broker's recovery point (recovery-point-offset-checkpoint), so Kafka's recovery would not touch it either"
+	}
 	switch {
 	case errors.Is(scanErr, kafka.ErrCRC):
-		return fmt.Errorf("%s: batch at byte %d fails its CRC (%w); Kafka's recovery would truncate the segment there and lose every batch after it, so the import stops instead",
-			sf.path, pos, scanErr)
+		return fmt.Errorf("%s: batch at byte %d fails its CRC (%w); Kafka's recovery would truncate the segment there and lose every batch after it, so the import stops instead%s: %w",
+			sf.path, pos, scanErr, flushed, ErrNeedsRecovery)
 	case (torn || zero) && !last:
-		return fmt.Errorf("%s: %s at byte %d, but %s is not the last segment (%w): %w",
-			sf.path, tailKind(zero), pos, sf.name, scanErr, kafka.ErrCorrupt)
+		return fmt.Errorf("%s: %s at byte %d, but %s is not the last segment (%w)%s: %w: %w",
+			sf.path, tailKind(zero), pos, sf.name, scanErr, flushed, kafka.ErrCorrupt, ErrNeedsRecovery)
 	case torn:
 		rep.DroppedBytes = int64(len(rest))
 		p := int64(pos)
@@ -201,7 +256,30 @@ func recoverTail(sf segmentFile, data []byte, pos int, scanErr error, last bool,
 		rep.DropReason = fmt.Sprintf("zero-filled preallocated tail (log.preallocate): %d zero bytes from byte %d", len(rest), pos)
 		return nil
 	}
-	return fmt.Errorf("%s: %w", sf.path, scanErr)
+	return fmt.Errorf("%s: %w%s: %w", sf.path, scanErr, flushed, ErrNeedsRecovery)
+}
+
+// recoverInvalid is LogSegment.recover for a segment whose scan stopped at
+// pos: batch.ensureValid (CRC, header) throws, or the batch iterator ends
+// at a torn batch, and log.truncateTo(validBytes) drops everything from
+// pos on. The drop is reported with its reason.
+func recoverInvalid(sf segmentFile, data []byte, pos int, scanErr error, rep *SegmentReport) error {
+	if !errors.Is(scanErr, kafka.ErrCorrupt) && !errors.Is(scanErr, kafka.ErrTruncated) && !errors.Is(scanErr, kafka.ErrZeroTail) {
+		return fmt.Errorf("%s: %w", sf.path, scanErr)
+	}
+	if err := recoverTail(sf, data, pos, scanErr, true, rep, false); err == nil {
+		return nil // torn or zero tail: reported
+	}
+	rest := data[pos:]
+	rep.DroppedBytes = int64(len(rest))
+	p := int64(pos)
+	rep.DropPosition = &p
+	what := "an invalid batch"
+	if errors.Is(scanErr, kafka.ErrCRC) {
+		what = "a batch failing its CRC"
+	}
+	rep.DropReason = fmt.Sprintf("recovered (--recover): %s at byte %d (%v); LogSegment.recover truncates the segment there, %d bytes", what, pos, errors.Unwrap(scanErr), len(rest))
+	return nil
 }
 
 func tailKind(zero bool) string {

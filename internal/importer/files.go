@@ -27,6 +27,10 @@ type segmentFile struct {
 	name string
 	base int64
 	size int64
+	// mtimeMs is the file's last-modified time (ms since the epoch):
+	// LogSegment.lastModified, what LogSegment.largestTimestamp falls back
+	// to for a segment whose batches carry no timestamp.
+	mtimeMs int64
 }
 
 // refused wraps ErrRefused with a message naming the path.
@@ -132,7 +136,7 @@ func listSegments(dir string) ([]segmentFile, []string, error) {
 		if len(stem) != 20 || err != nil || base < 0 || strings.TrimLeft(stem, "0123456789") != "" {
 			return nil, nil, refused("%s is not a segment file: a segment is named by its 20-digit base offset", path)
 		}
-		segs = append(segs, segmentFile{path: path, name: name, base: base, size: info.Size()})
+		segs = append(segs, segmentFile{path: path, name: name, base: base, size: info.Size(), mtimeMs: info.ModTime().UnixMilli()})
 	}
 	sort.Slice(segs, func(i, j int) bool { return segs[i].base < segs[j].base })
 	return segs, notes, nil

@@ -12,7 +12,8 @@
 // zero tail in an earlier segment, a CRC mismatch anywhere, offsets that go
 // back or segments that overlap — stops the import with an error naming
 // the file and byte position. Offset gaps (normal after compaction) are
-// reported.
+// reported. With Options.Recover it recovers as Kafka's LogLoader.recoverLog
+// does after an unclean shutdown (see analyze).
 //
 // Writing goes through stream.Writer only: each segment file becomes one
 // COMMITTED generation of objects of about 1 MiB, the last one stays the
@@ -55,6 +56,10 @@ var (
 	// ErrBindingExists reports that the partition is already bound in the
 	// store; the importer only creates new bindings.
 	ErrBindingExists = errors.New("binding already exists")
+	// ErrNeedsRecovery marks a segment defect that Kafka's log recovery
+	// would truncate (LogSegment.recover) and that the import refuses
+	// without --recover.
+	ErrNeedsRecovery = errors.New("kafka's recovery would truncate it")
 )
 
 // DefaultObjectBytes is the size the importer aims at for each stream
@@ -91,6 +96,11 @@ type Options struct {
 	ConfigFileName string
 	// DryRun reads and reports everything but writes nothing.
 	DryRun bool
+	// Recover does what Kafka's log loader does after an unclean
+	// shutdown (LogLoader.recoverLog, LogSegment.recover): the segments
+	// from the recovery point on are truncated at their first invalid
+	// batch, and every segment after the first truncated one is dropped.
+	Recover bool
 	// MaxSegmentBytes caps one .log file (0: DefaultMaxSegmentBytes).
 	MaxSegmentBytes int64
 	// ObjectBytes is the target object size (0: DefaultObjectBytes).
@@ -184,6 +194,12 @@ type Result struct {
 	// HeadDoc is the stream head as written (nil on a dry run).
 	HeadDoc *layout.Head `json:"stream_head"`
 	Notes   []string     `json:"notes"`
+
+	// Recover: --recover was given. RecoveryPoint is the offset Kafka's
+	// recovery starts from (recovery-point-offset-checkpoint; 0 without
+	// one, or without --recover).
+	Recover       bool  `json:"recover"`
+	RecoveryPoint int64 `json:"recovery_point"`
 }
 
 // Run imports opt.Dir into st: Prepare, then (*Import).Run.
@@ -291,7 +307,15 @@ func (im *Import) Run(ctx context.Context, st store.Store) (*Result, error) {
 		res.Notes = append(res.Notes, "no store opened: the check that the binding does not exist yet was skipped")
 	}
 	res.Notes = append(res.Notes, im.notes...)
-	p, err := analyze(segs, res, opt)
+	res.Recover = opt.Recover
+	if opt.Recover {
+		rp, err := recoveryPoint(dir, topic, partition, res)
+		if err != nil {
+			return nil, fmt.Errorf("import kafka-log %s: %w", name, err)
+		}
+		res.RecoveryPoint = rp
+	}
+	p, err := analyze(segs, res, opt, res.RecoveryPoint)
 	if err != nil {
 		return nil, fmt.Errorf("import kafka-log %s: %w", name, err)
 	}
@@ -504,6 +528,31 @@ func logStart(dir, topic string, partition int32, p *plan, res *Result) error {
 	return nil
 }
 
+// recoveryPoint reads the partition's entry of the
+// recovery-point-offset-checkpoint in the broker's log directory: Kafka's
+// recovery (LogLoader.recoverLog) reads the segments from the one holding
+// it on. Without the file or an entry it is 0, as for Kafka (every segment
+// is recovered).
+func recoveryPoint(dir, topic string, partition int32, res *Result) (int64, error) {
+	path := filepath.Join(filepath.Dir(dir), "recovery-point-offset-checkpoint")
+	b, err := readOptional(path)
+	if err != nil || b == nil {
+		res.Notes = append(res.Notes, "--recover: no recovery-point-offset-checkpoint next to the directory: every segment is recovered (Kafka's recovery point 0)")
+		return 0, err
+	}
+	m, err := parseOffsetCheckpoint(b)
+	if err != nil {
+		return 0, refused("%s: %v", path, err)
+	}
+	v, ok := m[tpKey{topic, partition}]
+	if !ok || v < 0 {
+		res.Notes = append(res.Notes, "--recover: recovery-point-offset-checkpoint has no entry for the partition: every segment is recovered")
+		return 0, nil
+	}
+	res.Notes = append(res.Notes, fmt.Sprintf("--recover: recovery point %d (recovery-point-offset-checkpoint): the segments from the one holding it on are recovered", v))
+	return v, nil
+}
+
 // epochFile is the partition's leader-epoch-checkpoint as read.
 type epochFile struct {
 	present  bool
@@ -568,7 +617,7 @@ func write(ctx context.Context, st store.Store, p *plan, res *Result, opt Option
 	for i := range p.segs {
 		sp := &p.segs[i]
 		last := i == len(p.segs)-1
-		w.NowMs = func() int64 { return max(sp.maxTs, 0) }
+		w.NowMs = func() int64 { return sealTime(sp) }
 		if len(sp.objects) > 0 {
 			data, err := readRegular(sp.file.path, opt.MaxSegmentBytes)
 			if err != nil {
@@ -637,6 +686,23 @@ func write(ctx context.Context, st store.Store, p *plan, res *Result, opt Option
 		return fmt.Errorf("stream %s has %d generations, the import made %d: %w", sid, len(gens), res.Generations, kafka.ErrCorrupt)
 	}
 	return nil
+}
+
+// sealTime is the seal time (the generation's created_ms) a segment
+// file's COMMITTED generation gets: its largest batch timestamp, or, when
+// no batch carries one (every max timestamp is -1, NO_TIMESTAMP), the .log
+// file's last-modified time. That is Kafka's LogSegment.largestTimestamp
+// (storage/.../log/LogSegment.java: maxTimestampSoFar() when >= 0, else
+// lastModified()), which retention.ms (UnifiedLog.deleteRetentionMsBreachedSegments)
+// and min.compaction.lag.ms measure; the planner reads created_ms for a
+// segment without timestamps (docs/kafka-retention-rules.md R6). A seal
+// time of 0 would make such a segment look 56 years old: retention.ms
+// would delete it at once.
+func sealTime(sp *segPlan) int64 {
+	if sp.maxTs >= 0 {
+		return sp.maxTs
+	}
+	return max(sp.file.mtimeMs, 0)
 }
 
 // setTrim raises the head's trim to the Kafka log start: a CAS (IfMatch)

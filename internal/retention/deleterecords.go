@@ -123,3 +123,24 @@ func jsonKind(k reflect.Kind) string {
 	}
 	return "another type"
 }
+
+// kafkaErrors maps the Kafka error names a plan carries to what
+// kafka-delete-records.sh prints for them: the DeleteRecords response has
+// only an error code (DeleteRecordsResponse.json), so the admin client
+// raises the code's exception with its default message (Errors.java), and
+// DeleteRecordsCommand prints the ExecutionException's message, the cause's
+// toString(): "<exception class>: <default message>" (R18, R21).
+var kafkaErrors = map[string]string{
+	ErrOffsetOutOfRange: "org.apache.kafka.common.errors.OffsetOutOfRangeException: The requested offset is not within the range of offsets maintained by the server.",
+	ErrPolicyViolation:  "org.apache.kafka.common.errors.PolicyViolationException: Request parameters do not satisfy the configured policy.",
+	ErrInvalidTopic:     "org.apache.kafka.common.errors.InvalidTopicException: The request attempted to perform an operation on an invalid topic.",
+	ErrUnknownPartition: "org.apache.kafka.common.errors.UnknownTopicOrPartitionException: This server does not host this topic-partition.",
+}
+
+// KafkaErrorText returns kafka-delete-records.sh's error text for a Kafka
+// error name, and false for a failure that is nereusctl's own (a store or
+// data error), which Kafka would not report as a partition's error.
+func KafkaErrorText(name string) (string, bool) {
+	t, ok := kafkaErrors[name]
+	return t, ok
+}

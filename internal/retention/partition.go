@@ -105,9 +105,18 @@ func RunPartition(ctx context.Context, st store.Store, req Request) *Result {
 	if err != nil {
 		return fail(err)
 	}
+	segs := SegmentsOf(res.State, sealTimes)
+	if req.Retention && b.Config.HasPolicy("compact") && b.Config.HasPolicy("delete") && b.Coverage.State == layout.CoverageActive {
+		// compact,delete: plan on what readers see (ViewSegments).
+		view, err := viewObjects(ctx, counter, b)
+		if err != nil {
+			return fail(err)
+		}
+		segs = ViewSegments(segs, b.Coverage.Start, b.Coverage.End, view, b.Config.SegmentBytes)
+	}
 	plan := Compute(Input{
 		Topic: b.Topic, Config: b.Config, LogStart: res.State.LogStart, HW: res.State.HW(),
-		Segments: SegmentsOf(res.State, sealTimes), NowMs: req.NowMs,
+		Segments: segs, NowMs: req.NowMs,
 		DeleteRecords: req.DeleteRecords, Retention: req.Retention,
 	})
 	out.Plan = &plan
@@ -180,6 +189,14 @@ func sealTimesOf(ctx context.Context, st store.Store, sid string, res *recovery.
 		return out, nil
 	}
 	for _, s := range res.State.Segments {
+		if s.MaxTimestamp < 0 && s.Open() && s.Bytes > 0 && res.HeadObject != "" {
+			// The open segment's mtime analogue: its newest object's write time (R6).
+			info, err := st.Head(ctx, res.HeadObject)
+			if err != nil {
+				return nil, err
+			}
+			out[OpenSegmentTime] = info.Modified.UnixMilli()
+		}
 		if s.MaxTimestamp >= 0 || s.Gen < 0 {
 			continue
 		}

@@ -10,11 +10,13 @@
 package retention
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/state"
+	"github.com/nereusctl/nereusctl/internal/store"
 )
 
 // Kafka error names a plan can carry (Errors.java).
@@ -82,8 +84,15 @@ type Plan struct {
 // Changes reports whether the plan moves the log start.
 func (p *Plan) Changes() bool { return p.Error == "" && p.NewLogStart > p.CurrentLogStart }
 
+// OpenSegmentTime is the sealTimes key of the open segment's time: the
+// open segment has no generation (its Gen is -1).
+const OpenSegmentTime = -1
+
 // SegmentsOf turns replayed state into planner segments: the sealed ones
-// with their generation, the open one bounded by the head.
+// with their generation, the open one bounded by the head. sealTimes maps
+// the generation of each segment without record timestamps to its seal
+// time, and OpenSegmentTime to the write time of the open segment's
+// newest object.
 func SegmentsOf(p *state.Partition, sealTimes map[int64]int64) []Segment {
 	out := make([]Segment, 0, len(p.Segments))
 	for i, s := range p.Segments {
@@ -96,11 +105,18 @@ func SegmentsOf(p *state.Partition, sealTimes map[int64]int64) []Segment {
 		}
 		ts := s.MaxTimestamp
 		if ts < 0 {
-			// LogSegment.largestTimestamp falls back to the file's
-			// modification time (R6): a sealed segment's analogue is its
-			// generation's seal time; the open segment was appended to
-			// last at an unknown time, so it never expires by time.
-			if t, ok := sealTimes[s.Gen]; ok && !s.Open() {
+			// LogSegment.largestTimestamp (storage/.../log/LogSegment.java)
+			// falls back to the .log file's lastModified(), the time of
+			// the segment's last append (R6). A sealed segment's analogue
+			// is its generation's created_ms (the seal time; for an
+			// imported segment the file's mtime); the open segment's is
+			// the write time of its newest object. A time nobody knows
+			// never expires.
+			key := s.Gen
+			if s.Open() {
+				key = OpenSegmentTime
+			}
+			if t, ok := sealTimes[key]; ok {
 				ts = t
 			} else {
 				ts = 1<<63 - 1
@@ -109,6 +125,85 @@ func SegmentsOf(p *state.Partition, sealTimes map[int64]int64) []Segment {
 		out = append(out, Segment{Base: s.Base, End: end, Bytes: s.Bytes, MaxTimestamp: ts, Open: s.Open(), Gen: s.Gen})
 	}
 	return out
+}
+
+// ViewSegments replaces the segments of the compacted prefix [start, end)
+// of a compact,delete partition with the segments a reader sees: Kafka's
+// retention runs on the cleaned log (UnifiedLog.deleteOldSegments after
+// LogCleaner.doClean), whose cleaned segments are the groups
+// LogCleaner.groupSegmentsBySize makes of consecutive segments (sizes
+// summing to at most segment.bytes), each with the group's first base and
+// the cleaned bytes. nereusctl groups the covered segments the same way on
+// their COMMITTED sizes (the first cleaning's rule); a group's bytes are
+// the view's bytes in its offset range (each view object's size shared
+// over the groups by the offsets of the object they hold) and its max
+// timestamp the largest of its segments (the cleaner keeps the retained
+// records' timestamps and the last segment's mtime: never earlier than
+// Kafka). view lists the active set's objects; segments not wholly inside
+// [start, end) are kept as they are.
+func ViewSegments(segs []Segment, start, end int64, view []layout.ObjectRef, segmentBytes int64) []Segment {
+	if len(view) == 0 || end <= start {
+		return segs
+	}
+	viewBytes := func(from, to int64) int64 {
+		var n float64
+		for _, o := range view {
+			lo, hi := max(from, o.Base), min(to, o.End)
+			if hi > lo && o.End > o.Base {
+				n += float64(o.Size) * float64(hi-lo) / float64(o.End-o.Base)
+			}
+		}
+		return int64(n + 0.5)
+	}
+	out := make([]Segment, 0, len(segs))
+	var group *Segment
+	var groupSize int64
+	flush := func() {
+		if group != nil {
+			group.Bytes = viewBytes(group.Base, group.End)
+			out = append(out, *group)
+			group = nil
+		}
+	}
+	for _, s := range segs {
+		if s.Open || s.Base < start || s.End > end {
+			flush()
+			out = append(out, s)
+			continue
+		}
+		if group != nil && groupSize+s.Bytes > segmentBytes {
+			flush()
+		}
+		if group == nil {
+			g := s
+			group, groupSize = &g, 0
+		} else {
+			group.End = s.End
+			group.MaxTimestamp = max(group.MaxTimestamp, s.MaxTimestamp)
+			group.Gen = s.Gen
+		}
+		groupSize += s.Bytes
+	}
+	flush()
+	return out
+}
+
+// viewObjects loads the objects of a binding's ACTIVE compacted set (one
+// manifest GET per member, each checked against the digest the binding
+// records).
+func viewObjects(ctx context.Context, st store.Store, b *layout.Binding) ([]layout.ObjectRef, error) {
+	var out []layout.ObjectRef
+	for _, m := range b.Coverage.Members {
+		g, sum, err := layout.LoadGeneration(ctx, st, b.StreamID, m.Gen)
+		if err != nil {
+			return nil, fmt.Errorf("load compacted set member %d: %w", m.Gen, err)
+		}
+		if sum != m.ManifestSHA256 {
+			return nil, fmt.Errorf("compacted set member %d has manifest sha256 %s, the binding recorded %s: %w", m.Gen, sum, m.ManifestSHA256, layout.ErrObjectMismatch)
+		}
+		out = append(out, g.Objects...)
+	}
+	return out, nil
 }
 
 // Compute plans one partition. The new log start is

@@ -325,9 +325,15 @@ func (p *Partition) lastStableOffsetFor(pid, markerOffset int64) int64 {
 func (p *Partition) applySegment(h kafka.BatchHeader, size int64, pos Position) {
 	n := len(p.Segments)
 	if n == 0 || !p.Segments[n-1].Open() {
-		// A segment starts where the log stands, even when the first batch
-		// is above it (compaction and imports leave offset gaps).
-		base := p.NextOffset
+		// A new segment starts at its first batch's base offset, as Kafka
+		// rolls it (UnifiedLog.maybeRoll passes the first batch's offset,
+		// LocalLog.roll takes max(it, log end)): after an offset gap it
+		// does not start at the previous segment's end. The first segment
+		// of a log starts at the log's start.
+		base := h.BaseOffset
+		if n == 0 {
+			base = p.NextOffset
+		}
 		p.Segments = append(p.Segments, Segment{Base: base, End: -1, MaxTimestamp: NoTimestamp, OffsetOfMax: -1, Gen: -1})
 		n++
 	}
@@ -354,8 +360,21 @@ func (p *Partition) Seal(gen, end int64) error {
 	if end != p.NextOffset {
 		return fmt.Errorf("seal generation %d at %d: log is at %d", gen, end, p.NextOffset)
 	}
-	p.Segments[n-1].End = end
-	p.Segments[n-1].Gen = gen
+	s := &p.Segments[n-1]
+	s.End = end
+	s.Gen = gen
+	// LogSegment.onBecomeInactiveSegment: a rolled segment appends its max
+	// timestamp and that timestamp's offset to the time index
+	// (TimeIndex.maybeAppend: only when above the last entry's timestamp;
+	// the empty index's last entry is NO_TIMESTAMP), so the largest
+	// timestamp survives a restart.
+	last := int64(NoTimestamp)
+	if k := len(s.TimeIndex); k > 0 {
+		last = s.TimeIndex[k-1].Timestamp
+	}
+	if s.MaxTimestamp > last {
+		s.TimeIndex = append(s.TimeIndex, TimeIndexEntry{Timestamp: s.MaxTimestamp, Offset: s.OffsetOfMax})
+	}
 	return nil
 }
 

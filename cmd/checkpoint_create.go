@@ -54,7 +54,19 @@ others are still done; the exit status is the worst over the partitions.` + exit
 				err    error
 			}
 			outs, err := fleet.Map(ctx, g.parallel(), tps, func(ctx context.Context, _ int, tp layout.TopicPartition) (outcome, error) {
-				r, err := checkpointCreateOne(ctx, st, tp, o.dryRun)
+				var r *recovery.CreateResult
+				var err error
+				if o.dryRun {
+					r, err = checkpointCreateOne(ctx, st, tp, true)
+				} else {
+					// The partition's lease while its checkpoint is
+					// published and its binding CASed (a held one:
+					// this partition is exit 4, the others go on).
+					err = g.withPartition(ctx, st, tp, func(ctx context.Context) error {
+						r, err = checkpointCreateOne(ctx, st, tp, false)
+						return err
+					})
+				}
 				if err != nil {
 					return outcome{err: err}, ctx.Err()
 				}

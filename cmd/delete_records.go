@@ -84,7 +84,7 @@ anything; otherwise it is refused with exit 2 and nothing is trimmed.` + exitSta
 				if confirmed != nil {
 					req.ConfirmFull = confirmed.check
 				}
-				rs = append(rs, retention.RunPartition(ctx, st, req))
+				rs = append(rs, g.trimLeased(ctx, st, req))
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}

@@ -1,9 +1,11 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -11,6 +13,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/importer"
 	"github.com/nereusctl/nereusctl/internal/kafka"
+	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/retention"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
@@ -169,7 +172,16 @@ func runImport(cmd *cobra.Command, g *globals, o *importOptions) error {
 			return err
 		}
 	}
-	res, err := im.Run(ctx, st)
+	var res *importer.Result
+	if o.DryRun {
+		res, err = im.Run(ctx, st)
+	} else {
+		// The lease of the partition it writes, while it writes it.
+		err = g.withPartition(ctx, st, importTP(o), func(ctx context.Context) error {
+			res, err = im.Run(ctx, st)
+			return err
+		})
+	}
 	if err != nil {
 		return importErr(err)
 	}
@@ -187,6 +199,17 @@ func runImport(cmd *cobra.Command, g *globals, o *importOptions) error {
 		return writeJSON(g.stdout, importJSON{SchemaVersion: SchemaVersion, Result: res})
 	}
 	return renderImport(g.stdout, res)
+}
+
+// importTP is the partition an import writes: --topic/--partition, else
+// the directory's name (TOPIC-PARTITION, as importer.Prepare reads it,
+// which has accepted it by now).
+func importTP(o *importOptions) layout.TopicPartition {
+	if o.Topic != "" {
+		return layout.TopicPartition{Topic: o.Topic, Partition: o.Partition}
+	}
+	topic, p, _ := kafka.ParseTopicPartition(filepath.Base(filepath.Clean(o.Dir)))
+	return layout.TopicPartition{Topic: topic, Partition: p}
 }
 
 // importJSON is import kafka-log's -o json document: the import report

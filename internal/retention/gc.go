@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nereusctl/nereusctl/internal/compaction"
 	"github.com/nereusctl/nereusctl/internal/fleet"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
@@ -168,11 +169,31 @@ func GC(ctx context.Context, st store.Store, tps []layout.TopicPartition, o GCOp
 	if err != nil {
 		return rep, fmt.Errorf("gc: list tasks: %w", err)
 	}
+	// A compaction task of a stream that still exists is its partition's
+	// (collected above, under the partition's lease); the sweep here takes
+	// the others once old (a deleted stream's).
 	var items []GCItem
+	live := map[string]bool{}
 	for _, in := range tasks {
-		if old(in, o) {
-			items = append(items, GCItem{Key: in.Key, Size: in.Size, Category: GarbageTask})
+		if !old(in, o) {
+			continue
 		}
+		if sid, ok := compactTaskStream(in.Key); ok {
+			exists, seen := live[sid]
+			if !seen {
+				_, err := st.Head(ctx, layout.HeadKey(sid))
+				if err != nil && !errors.Is(err, store.ErrNotFound) {
+					rep.Errors = append(rep.Errors, fmt.Sprintf("gc: task %s: %v", in.Key, err))
+					continue
+				}
+				exists = err == nil
+				live[sid] = exists
+			}
+			if exists {
+				continue
+			}
+		}
+		items = append(items, GCItem{Key: in.Key, Size: in.Size, Category: GarbageTask})
 	}
 	if err := rep.apply(ctx, st, items, o.DryRun); err != nil {
 		rep.Errors = append(rep.Errors, err.Error())
@@ -196,6 +217,17 @@ func GC(ctx context.Context, st store.Store, tps []layout.TopicPartition, o GCOp
 		}
 	}
 	return rep, nil
+}
+
+// compactTaskStream is the stream a compaction task key belongs to
+// (tasks/compact-<sid>/...).
+func compactTaskStream(key string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, layout.TasksPrefix+"compact-")
+	if !ok {
+		return "", false
+	}
+	sid, _, ok := strings.Cut(rest, "/")
+	return sid, ok && sid != ""
 }
 
 func old(in store.ObjectInfo, o GCOptions) bool {
@@ -439,6 +471,18 @@ func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, 
 	for _, it := range items {
 		if !strings.HasPrefix(it.Key, layout.StreamPrefix(b.StreamID)) {
 			return nil, gp, fmt.Errorf("gc: refusing to delete %s outside stream %s", it.Key, b.StreamID)
+		}
+	}
+	// The stream's compaction task, once older than the grace: collected
+	// here, under the partition's lease, so never from under a running
+	// compaction (which holds the lease).
+	tasks, err := st.List(ctx, compaction.TaskPrefix(b.StreamID))
+	if err != nil {
+		return nil, gp, err
+	}
+	for _, in := range tasks {
+		if old(in, o) {
+			items = append(items, GCItem{Key: in.Key, Size: in.Size, Category: GarbageTask, Partition: name})
 		}
 	}
 	return items, gp, nil

@@ -79,7 +79,9 @@ func runDemo(cmd *cobra.Command, g *globals, o *demoOptions) error {
 		return err
 	}
 	start := time.Now()
-	sum, err := demo.Run(ctx, st, o.Options)
+	opts := o.Options
+	opts.Parallel = g.parallel()
+	sum, err := demo.Run(ctx, st, opts)
 	if err != nil {
 		return exitcode.Wrap(exitcode.Error, err, "run the demo against an empty store, e.g. --store file:///tmp/nereus-demo")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
@@ -16,11 +17,18 @@ import (
 // leaseOptions are how this run takes partition leases: one holder id for
 // the whole process run, --lease-wait, and the run's logger.
 func (g *globals) leaseOptions() lease.Options {
+	// Partitions run --parallel at once: the holder id is made once.
+	holderMu.Lock()
 	if g.holder == "" {
 		g.holder = lease.Holder()
 	}
-	return lease.Options{Holder: g.holder, Wait: g.cfg.LeaseWait, Log: g.log}
+	h := g.holder
+	holderMu.Unlock()
+	return lease.Options{Holder: h, Wait: g.cfg.LeaseWait, Log: g.log}
 }
+
+// holderMu guards globals.holder, made on first use.
+var holderMu sync.Mutex
 
 // withPartition runs fn holding tp's partition lease (docs/design.md,
 // "Leases"). A lease another job keeps past --lease-wait is exit 4 naming

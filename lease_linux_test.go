@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -510,4 +511,171 @@ func TestTwoTrimsOnOnePartitionNeverInterleave(t *testing.T) {
 	if code, out, errb := cli(t, url, nil, "verify", "orders-0", "--deep"); code != 0 {
 		t.Fatalf("verify --deep: exit %d\n%s%s", code, out, errb)
 	}
+}
+
+// TestParallelOrderAndIsolation: compact --all, gc and repair --all-from
+// run --parallel 4 partitions at once; their reports list the partitions
+// in sorted order whatever finishes first, and one partition that fails
+// (its lease held by another job) is that partition's error while every
+// other one is done; the exit status is the worst (4).
+func TestParallelOrderAndIsolation(t *testing.T) {
+	base := filepath.Join(t.TempDir(), "base")
+	demoBase("--records", "4000", "--partitions", "3")(t, base)
+	fresh := func(t *testing.T) (string, store.Store) {
+		dir := filepath.Join(t.TempDir(), "store")
+		if err := os.CopyFS(dir, os.DirFS(base)); err != nil {
+			t.Fatal(err)
+		}
+		return dir, fileStore(t, dir)
+	}
+	ctx := context.Background()
+	args := []string{"--parallel", "4", "--lease-wait", "100ms", "-o", "json"}
+	sorted := func(t *testing.T, names []string) {
+		t.Helper()
+		for i := 1; i < len(names); i++ {
+			a, _ := layout.ParseTopicPartition(names[i-1])
+			b, _ := layout.ParseTopicPartition(names[i])
+			if a.Topic > b.Topic || (a.Topic == b.Topic && a.Partition >= b.Partition) {
+				t.Fatalf("partitions out of order: %s before %s in %v", a, b, names)
+			}
+		}
+	}
+
+	t.Run("compact-all", func(t *testing.T) {
+		dir, st := fresh(t)
+		for p := int32(0); p < 3; p++ {
+			uncompact(t, dir, "customers", p)
+		}
+		holdLease(t, st, "customers", 1)
+		code, out, errb := cli(t, "file://"+dir, nil, append([]string{"compact", "--all", "--now", demo.CompactNow.UTC().Format(time.RFC3339)}, args...)...)
+		if code != 4 {
+			t.Fatalf("compact --all with customers-1 held: exit %d, want 4\n%s%s", code, out, errb)
+		}
+		var doc struct {
+			Partitions []struct {
+				Topic     string          `json:"topic"`
+				Partition int32           `json:"partition"`
+				Error     string          `json:"error"`
+				Result    json.RawMessage `json:"result"`
+			} `json:"partitions"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		var names []string
+		for _, p := range doc.Partitions {
+			name := fmt.Sprintf("%s-%d", p.Topic, p.Partition)
+			names = append(names, name)
+			if (name == "customers-1") != (p.Error != "") {
+				t.Fatalf("%s: error %q; want an error for the held customers-1 only", name, p.Error)
+			}
+		}
+		sorted(t, names)
+		if !strings.Contains(strings.Join(names, " "), "customers-0 customers-1 customers-2") {
+			t.Fatalf("compact --all partitions %v", names)
+		}
+		for p, want := range map[int32]string{0: layout.CoverageActive, 1: layout.CoverageNone, 2: layout.CoverageActive} {
+			b, _, err := layout.LoadBinding(ctx, st, "customers", p)
+			if err != nil || b.Coverage.State != want {
+				t.Fatalf("customers-%d coverage %s (%v), want %s", p, b.Coverage.State, err, want)
+			}
+		}
+	})
+	t.Run("gc", func(t *testing.T) {
+		dir, st := fresh(t)
+		holdLease(t, st, "orders", 1)
+		var keys []string
+		for p := int32(0); p < 3; p++ {
+			b, _, err := layout.LoadBinding(ctx, st, "orders", p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, _, err := layout.LoadHead(ctx, st, b.StreamID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := layout.ObjectKey(b.StreamID, h.Head, h.Head+2)
+			if _, err := st.Put(ctx, key, []byte("leftover"), store.IfAbsent()); err != nil {
+				t.Fatal(err)
+			}
+			old := time.Now().Add(-time.Hour)
+			if err := os.Chtimes(filepath.Join(dir, filepath.FromSlash(key)), old, old); err != nil {
+				t.Fatal(err)
+			}
+			keys = append(keys, key)
+		}
+		code, out, errb := cli(t, "file://"+dir, nil, append([]string{"gc", "--grace", "0s"}, args...)...)
+		if code != 4 {
+			t.Fatalf("gc with orders-1 held: exit %d, want 4\n%s%s", code, out, errb)
+		}
+		var doc struct {
+			GC struct {
+				Partitions []struct {
+					Partition string `json:"partition"`
+					Error     string `json:"error"`
+				} `json:"partitions"`
+			} `json:"gc"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		tps, err := layout.ListBindings(ctx, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(doc.GC.Partitions) != len(tps) {
+			t.Fatalf("gc reported %d of %d partitions", len(doc.GC.Partitions), len(tps))
+		}
+		for i, p := range doc.GC.Partitions {
+			if p.Partition != tps[i].String() {
+				t.Fatalf("gc partition %d is %s, want %s (the bindings' order)", i, p.Partition, tps[i])
+			}
+			if (p.Partition == "orders-1") != (p.Error != "") {
+				t.Fatalf("%s: error %q; want an error for the held orders-1 only", p.Partition, p.Error)
+			}
+		}
+		for p, key := range keys {
+			_, err := st.Head(ctx, key)
+			if (p == 1) != (err == nil) {
+				t.Fatalf("orders-%d's leftover %s: %v (kept only in the held orders-1)", p, key, err)
+			}
+		}
+	})
+	t.Run("repair-all-from", func(t *testing.T) {
+		dir, st := fresh(t)
+		replica := dir + ".replica"
+		quarantineMember(t, dir, replica, "customers", 0)
+		damage(t, dir, "customers", 1)
+		damage(t, dir, "customers", 2)
+		holdLease(t, st, "customers", 1)
+		code, out, errb := cli(t, "file://"+dir, nil, append([]string{"repair", "--all-from", "file://" + replica}, args...)...)
+		if code != 4 {
+			t.Fatalf("repair --all-from with customers-1 held: exit %d, want 4\n%s%s", code, out, errb)
+		}
+		var doc struct {
+			Repairs []struct {
+				Partition   string `json:"partition"`
+				Reactivated bool   `json:"reactivated"`
+			} `json:"repairs"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		var names []string
+		for _, r := range doc.Repairs {
+			names = append(names, r.Partition)
+		}
+		if strings.Join(names, " ") != "customers-0 customers-2" {
+			t.Fatalf("repairs %v, want customers-0 then customers-2 (customers-1 held)", names)
+		}
+		if !strings.Contains(errb, "customers-1") || !strings.Contains(errb, "held by other-job@elsewhere") {
+			t.Fatalf("the held customers-1 is not reported:\n%s", errb)
+		}
+		for p, want := range map[int32]string{0: layout.CoverageActive, 1: layout.CoverageQuarantined, 2: layout.CoverageActive} {
+			b, _, err := layout.LoadBinding(ctx, st, "customers", p)
+			if err != nil || b.Coverage.State != want {
+				t.Fatalf("customers-%d coverage %s (%v), want %s", p, b.Coverage.State, err, want)
+			}
+		}
+	})
 }

@@ -31,7 +31,7 @@ object is written. --dry-run prints what would be written and writes nothing.
 
 With --all every partition is tried: one that fails (a binding that does not
 decode, a blocked coordinator, corrupt data) is a row with its error and the
-others are still done; the exit status is the worst over the partitions.` + exitStatusHelp("3 when a partition's binding, head or data is corrupt", "4 when a partition is blocked"),
+others are still done; the exit status is the worst over the partitions.` + exitStatusHelp("3 when a partition's binding, head or data is corrupt", "4 when a partition is blocked (its lease held by another job past --lease-wait, naming the holder)"),
 		Example: `  nereusctl checkpoint create payments-0 --dry-run
   nereusctl checkpoint create --all --shard 0/4`,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -51,7 +51,7 @@ nothing.
 --all takes every partition whose cleanup.policy contains compact; a binding
 that cannot be read is a row with its error (never silently left out), and
 the others are still compacted. The exit status is the worst over the
-partitions.` + exitStatusHelp("4 when the partition's coverage is QUARANTINED (repair it first) or another compaction won the race", "3 when a binding, a source or the compacted view is corrupt, or a source changed"),
+partitions.` + exitStatusHelp("4 when the partition's coverage is QUARANTINED (repair it first), another compaction won the race, or its lease is held by another job past --lease-wait (the message names the holder)", "3 when a binding, a source or the compacted view is corrupt, or a source changed"),
 		Example: `  nereusctl compact customers-0 --dry-run
   nereusctl compact __consumer_offsets-0 --now 2026-11-29T03:00:00Z
   nereusctl compact --all --max-memory 64MiB`,

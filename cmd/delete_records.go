@@ -35,7 +35,7 @@ line per partition; -o json gives the trim contract. A dry run prints
 
 When any partition would lose EVERY record (offset -1, or the HW), the
 command needs --yes: on a terminal it asks (y/N on stdin) before trimming
-anything; otherwise it is refused with exit 2 and nothing is trimmed.` + exitStatusHelp("1 when any partition reports an error", "2 for a malformed JSON file or a duplicate partition, or a trim removing every record not confirmed (--yes) (nothing is changed)"),
+anything; otherwise it is refused with exit 2 and nothing is trimmed.` + exitStatusHelp("1 when any partition reports an error", "2 for a malformed JSON file or a duplicate partition, or a trim removing every record not confirmed (--yes) (nothing is changed)", "4 when a partition's lease is held by another job past --lease-wait (the message names the holder; the other partitions are still done)"),
 		Example: `  nereusctl delete-records --offset-json-file offsets.json --dry-run
   # destructive: the records below each offset become unreadable
   nereusctl delete-records --offset-json-file offsets.json -o json`,

@@ -148,7 +148,8 @@ others, and the exit status is the worst partition's. --topic and
 "skipped": [{"dir", "reason"}]}.` + exitStatusHelp(
 			"1 the binding exists already",
 			"2 the directory, a file in it or its name is refused (symlink, non-regular file, bad name, too large)",
-			"3 a segment file is corrupt (CRC, torn or zero tail in a non-last segment, overlapping offsets)"),
+			"3 a segment file is corrupt (CRC, torn or zero tail in a non-last segment, overlapping offsets)",
+			"4 the partition's lease is held by another job past --lease-wait (the message names the holder)"),
 		Example: `  nereusctl import kafka-log /var/lib/kafka/data/__consumer_offsets-18
   nereusctl import kafka-log ./backup/orders-0 --dry-run
   nereusctl import kafka-log ./restore/p0 --topic orders --partition 0 --topic-config cleanup.policy=compact,delete -o json

@@ -44,7 +44,7 @@ when clean, the coverage is CASed back to ACTIVE and the quarantine record
 is archived under quarantine/archive/. A rerun after a crash finishes.
 
 --all-from URL repairs every damaged member of every quarantined set whose
-bytes the replica store holds.` + exitStatusHelp("3 when the candidate bytes are wrong (nothing changed)", "4 when the set is still quarantined after the repair (other members need repair)"),
+bytes the replica store holds.` + exitStatusHelp("3 when the candidate bytes are wrong (nothing changed)", "4 when the set is still quarantined after the repair (other members need repair), or the partition's lease is held by another job past --lease-wait (the message names the holder)"),
 		Example: `  nereusctl repair __consumer_offsets-0 --digest sha256:3f5a... --from-file ./member.ntc2
   nereusctl repair __consumer_offsets-0 --digest sha256:3f5a... --regenerate --dry-run
   nereusctl repair --all-from s3://replica-bucket/nereus`,

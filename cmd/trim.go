@@ -45,7 +45,7 @@ count) and writes nothing.
 
 A trim that removes EVERY record (the new log start is the HW, e.g. --to -1)
 needs --yes: on a terminal it asks (y/N on stdin); otherwise it is refused
-with exit 2 and nothing is written.` + exitStatusHelp("1 when the request is refused (OFFSET_OUT_OF_RANGE, POLICY_VIOLATION)", "2 a trim removing every record was not confirmed (--yes)"),
+with exit 2 and nothing is written.` + exitStatusHelp("1 when the request is refused (OFFSET_OUT_OF_RANGE, POLICY_VIOLATION)", "2 a trim removing every record was not confirmed (--yes)", "4 when the partition's lease is held by another job past --lease-wait (the message names the holder; nothing is written)"),
 		Example: `  nereusctl trim orders-0 --to 1200 --dry-run
   # destructive: records below 1200 become unreadable
   nereusctl trim orders-0 --to 1200

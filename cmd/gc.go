@@ -44,8 +44,10 @@ counts those kept. Each partition is collected holding its partition lease
 (docs/design.md, "Leases"; none in a dry run), so a compaction, trim or
 repair running on it is never collected under: a partition whose lease
 another job holds past --lease-wait is reported blocked (exit 4, naming the
-holder) and the others are still collected, --parallel at once. Nothing a binding, head, live generation or kept
-checkpoint references is ever deleted. Deletion order is data objects,
+holder) and the others are still collected, --parallel at once.
+
+Nothing a binding, head, live generation or kept checkpoint references is
+ever deleted. Deletion order is data objects,
 then manifests, then checkpoints: a killed gc leaves only garbage, which the
 next run finds again.
 
@@ -138,7 +140,7 @@ The exit status is the worst over the partitions.` + exitStatusHelp("3 when a pa
 		},
 	}
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "list what would be deleted; delete nothing")
-	c.Flags().DurationVar(&o.grace, "grace", time.Hour, "leave leftovers and tasks younger than this alone")
+	c.Flags().DurationVar(&o.grace, "grace", time.Hour, fmt.Sprintf("leave leftovers and tasks younger than this alone (objects beyond a head: at least %s)", retention.MinBeyondHeadGrace))
 	c.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "list every object")
 	return c
 }

@@ -33,11 +33,43 @@ import (
 // sequence completes STEP (checkpoint, head, verify, binding). STEP#N
 // crashes the Nth time the step completes in this process (the Nth
 // partition a retention run trims).
-func init() { cmd.CrashHooks = envCrashHooks }
+//
+// With NEREUSCTL_TEST_STOP_AFTER=STEP the process stops itself (SIGSTOP)
+// right after STEP, a trim step or a compaction step (frozen, written:
+// every view object PUT and verified and nothing published, published,
+// activated), holding whatever it holds (its partition lease); the test
+// then sees it stopped, runs another job against the store and resumes it
+// with SIGCONT.
+func init() {
+	cmd.CrashHooks = envCrashHooks
+	cmd.CompactHooks = envCompactHooks
+}
+
+// stopAfter stops this process (SIGSTOP) when step is
+// NEREUSCTL_TEST_STOP_AFTER's; it goes on where it stopped once continued.
+func stopAfter(step string) {
+	if want := os.Getenv("NEREUSCTL_TEST_STOP_AFTER"); want != "" && want == step {
+		fmt.Fprintf(os.Stderr, "nereusctl: test stop after step %s\n", step)
+		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+	}
+}
+
+func envCompactHooks() func(step string) error {
+	if os.Getenv("NEREUSCTL_TEST_STOP_AFTER") == "" {
+		return nil
+	}
+	return func(step string) error {
+		stopAfter(step)
+		return nil
+	}
+}
 
 func envCrashHooks() retention.Hooks {
 	spec := os.Getenv("NEREUSCTL_TEST_CRASH_AFTER")
 	if spec == "" {
+		if os.Getenv("NEREUSCTL_TEST_STOP_AFTER") != "" {
+			return retention.Hooks{After: func(s string) error { stopAfter(s); return nil }}
+		}
 		return retention.Hooks{}
 	}
 	step, nth := spec, 1

@@ -31,7 +31,7 @@ object is written. --dry-run prints what would be written and writes nothing.
 
 With --all every partition is tried: one that fails (a binding that does not
 decode, a blocked coordinator, corrupt data) is a row with its error and the
-others are still done; the exit status is the worst over the partitions.` + exitStatusHelp("3 when a partition's binding, head or data is corrupt", "4 when a partition is blocked"),
+others are still done; the exit status is the worst over the partitions.` + exitStatusHelp("3 when a partition's binding, head or data is corrupt", "4 when a partition is blocked (its lease held by another job past --lease-wait, naming the holder)"),
 		Example: `  nereusctl checkpoint create payments-0 --dry-run
   nereusctl checkpoint create --all --shard 0/4`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -57,7 +57,19 @@ others are still done; the exit status is the worst over the partitions.` + exit
 			defer prog.done()
 			outs, err := fleet.Map(ctx, g.parallel(), tps, func(ctx context.Context, _ int, tp layout.TopicPartition) (outcome, error) {
 				defer prog.add(1)
-				r, err := checkpointCreateOne(ctx, st, tp, o.dryRun)
+				var r *recovery.CreateResult
+				var err error
+				if o.dryRun {
+					r, err = checkpointCreateOne(ctx, st, tp, true)
+				} else {
+					// The partition's lease while its checkpoint is
+					// published and its binding CASed (a held one:
+					// this partition is exit 4, the others go on).
+					err = g.withPartition(ctx, st, tp, func(ctx context.Context) error {
+						r, err = checkpointCreateOne(ctx, st, tp, false)
+						return err
+					})
+				}
 				if err != nil {
 					return outcome{err: err}, ctx.Err()
 				}

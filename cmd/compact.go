@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/nereusctl/nereusctl/internal/compaction"
 	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/fleet"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/verify"
 )
@@ -49,7 +51,7 @@ nothing.
 --all takes every partition whose cleanup.policy contains compact; a binding
 that cannot be read is a row with its error (never silently left out), and
 the others are still compacted. The exit status is the worst over the
-partitions.` + exitStatusHelp("4 when the partition's coverage is QUARANTINED (repair it first) or another compaction won the race", "3 when a binding, a source or the compacted view is corrupt, or a source changed"),
+partitions.` + exitStatusHelp("4 when the partition's coverage is QUARANTINED (repair it first), another compaction won the race, or its lease is held by another job past --lease-wait (the message names the holder)", "3 when a binding, a source or the compacted view is corrupt, or a source changed"),
 		Example: `  nereusctl compact customers-0 --dry-run
   nereusctl compact __consumer_offsets-0 --now 2026-11-29T03:00:00Z
   nereusctl compact --all --max-memory 64MiB`,
@@ -106,23 +108,52 @@ func runCompact(cmd *cobra.Command, g *globals, o *compactOptions, args []string
 		}
 		todo = append(todo, sel{tp: tp, b: b})
 	}
+	// --parallel partitions at once (fleet.Map: the outcomes in the order
+	// selected, one partition's failure never stops the others). A real
+	// run holds each partition's lease while it compacts it, so gc (which
+	// takes the same lease) cannot collect the new view objects between
+	// their PUT and the publish; the binding is re-read under the lease.
+	type outcome struct {
+		r   *compaction.Result
+		err error
+	}
+	outs, err := fleet.Map(ctx, g.parallel(), todo, func(ctx context.Context, _ int, t sel) (outcome, error) {
+		if t.err != nil {
+			return outcome{err: t.err}, nil
+		}
+		if err := ctx.Err(); err != nil {
+			return outcome{err: err}, err
+		}
+		co := compaction.Options{NowMs: now.UnixMilli(), MaxMemory: maxMem, DryRun: o.dryRun, After: compactHooks()}
+		if o.dryRun {
+			r, err := compaction.Compact(ctx, st, t.b, co)
+			return outcome{r: r, err: err}, nil
+		}
+		var r *compaction.Result
+		err := g.withPartition(ctx, st, t.tp, func(ctx context.Context) error {
+			b, _, err := loadBinding(ctx, st, t.tp.String())
+			if err != nil {
+				return err
+			}
+			r, err = compaction.Compact(ctx, st, b, co)
+			return err
+		})
+		return outcome{r: r, err: err}, nil
+	})
+	if err != nil {
+		return err
+	}
 	results := []compactPartitionJSON{}
 	var fails failures
 	var details []string
 	rows := [][]string{}
 	prog := g.progress("partitions", int64(len(todo)))
 	defer prog.done()
-	for _, t := range todo {
+	for i, t := range todo {
 		prog.add(1)
 		tp := t.tp
 		entry := compactPartitionJSON{Topic: tp.Topic, Partition: tp.Partition}
-		var r *compaction.Result
-		err := t.err
-		if err == nil {
-			if err = ctx.Err(); err == nil {
-				r, err = compaction.Compact(ctx, st, t.b, compaction.Options{NowMs: now.UnixMilli(), MaxMemory: maxMem, DryRun: o.dryRun})
-			}
-		}
+		r, err := outs[i].r, outs[i].err
 		entry.Result = r
 		if err != nil {
 			err = compactErr(err)

@@ -10,9 +10,22 @@ import "github.com/nereusctl/nereusctl/internal/retention"
 // nereusctl stop in the middle of a sequence.
 var CrashHooks func() retention.Hooks
 
+// CompactHooks is the same test-only seam for compaction: the function it
+// returns is called after each compaction step (compaction.StepWritten is
+// "every view object PUT and verified, nothing published yet"). The
+// released binary never sets it.
+var CompactHooks func() func(step string) error
+
 func crashHooks() retention.Hooks {
 	if CrashHooks == nil {
 		return retention.Hooks{}
 	}
 	return CrashHooks()
+}
+
+func compactHooks() func(step string) error {
+	if CompactHooks == nil {
+		return nil
+	}
+	return CompactHooks()
 }

@@ -45,7 +45,7 @@ lines instead.
 
 When any partition would lose EVERY record (offset -1, or the HW), the
 command needs --yes: on a terminal it asks (y/N on stdin) before trimming
-anything; otherwise it is refused with exit 2 and nothing is trimmed.` + exitStatusHelp("1 with --strict when any partition reports an error; without it only when nereusctl itself failed for a partition (a Kafka error per partition exits 0, as kafka-delete-records.sh does)", "2 for a malformed JSON file or a duplicate partition, or a trim removing every record not confirmed (--yes) (nothing is changed)"),
+anything; otherwise it is refused with exit 2 and nothing is trimmed.` + exitStatusHelp("1 with --strict when any partition reports an error; without it only when nereusctl itself failed for a partition (a Kafka error per partition exits 0, as kafka-delete-records.sh does)", "2 for a malformed JSON file or a duplicate partition, or a trim removing every record not confirmed (--yes) (nothing is changed)", "4 when a partition's lease is held by another job past --lease-wait (the message names the holder; the other partitions are still done)"),
 		Example: `  nereusctl delete-records --offset-json-file offsets.json --dry-run
   # destructive: the records below each offset become unreadable
   nereusctl delete-records --offset-json-file offsets.json -o json`,
@@ -98,7 +98,7 @@ anything; otherwise it is refused with exit 2 and nothing is trimmed.` + exitSta
 				if confirmed != nil {
 					req.ConfirmFull = confirmed.check
 				}
-				rs = append(rs, retention.RunPartition(ctx, st, req))
+				rs = append(rs, g.trimLeased(ctx, st, req))
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}

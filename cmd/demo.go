@@ -81,8 +81,10 @@ func runDemo(cmd *cobra.Command, g *globals, o *demoOptions) error {
 	start := time.Now()
 	prog := g.progress("records", int64(o.Records))
 	defer prog.done()
-	o.Progress = prog.add
-	sum, err := demo.Run(ctx, st, o.Options)
+	opts := o.Options
+	opts.Progress = prog.add
+	opts.Parallel = g.parallel()
+	sum, err := demo.Run(ctx, st, opts)
 	prog.done()
 	if err != nil {
 		return exitcode.Wrap(exitcode.Error, err, "run the demo against an empty store, e.g. --store file:///tmp/nereus-demo")

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"time"
@@ -36,8 +37,17 @@ func newGCCmd(g *globals) *cobra.Command {
                     manifest references (abandoned compaction runs)
   task              workflow state under tasks/ (plans, staging)
 Leftovers and tasks are deleted only once older than --grace, so work in
-progress is never touched. Nothing a binding, head, live generation or kept
-checkpoint references is ever deleted. Deletion order is data objects,
+progress is never touched; an object at or beyond its stream's head (a
+broker's append whose head is not published yet) is never deleted younger
+than 15 minutes, whatever --grace says (--grace 0s included), and the report
+counts those kept. Each partition is collected holding its partition lease
+(docs/design.md, "Leases"; none in a dry run), so a compaction, trim or
+repair running on it is never collected under: a partition whose lease
+another job holds past --lease-wait is reported blocked (exit 4, naming the
+holder) and the others are still collected, --parallel at once.
+
+Nothing a binding, head, live generation or kept checkpoint references is
+ever deleted. Deletion order is data objects,
 then manifests, then checkpoints: a killed gc leaves only garbage, which the
 next run finds again.
 
@@ -46,7 +56,7 @@ while the others are still collected: a binding, head or generation
 manifest that does not decode (a manifest gc cannot read may name live
 objects), or a head rolled back below objects, generations or checkpoints
 the stream holds (what lies "beyond" such a head is data, not leftovers).
-The exit status is the worst over the partitions.` + exitStatusHelp("3 when a partition was left alone because a stored document is malformed or its head lies below its data (the others are still collected)", "1 when a partition could not be collected for another reason"),
+The exit status is the worst over the partitions.` + exitStatusHelp("3 when a partition was left alone because a stored document is malformed or its head lies below its data (the others are still collected)", "4 when a partition's lease is held by another job past --lease-wait (the others are still collected)", "1 when a partition could not be collected for another reason"),
 		Example: `  nereusctl gc --dry-run
   nereusctl gc --grace 24h -o json`,
 		Args: exactArgs(0),
@@ -65,7 +75,15 @@ The exit status is the worst over the partitions.` + exitStatusHelp("3 when a pa
 			}
 			prog := g.progress("partitions", int64(len(tps)))
 			defer prog.done()
-			rep, err := retention.GC(ctx, st, tps, retention.GCOptions{DryRun: o.dryRun, Grace: o.grace, Now: time.Now(), Progress: prog.add})
+			rep, err := retention.GC(ctx, st, tps, retention.GCOptions{
+				DryRun: o.dryRun, Grace: o.grace, Now: time.Now(), Parallel: g.parallel(), Progress: prog.add,
+				// Each partition's garbage is decided and deleted under
+				// its lease (never in a dry run): a compaction between its
+				// view PUT and its publish, or a trim, holds it.
+				Partition: func(ctx context.Context, tp layout.TopicPartition, fn func(ctx context.Context) error) error {
+					return g.withPartition(ctx, st, tp, fn)
+				},
+			})
 			prog.done()
 			if err != nil {
 				return err
@@ -106,6 +124,9 @@ The exit status is the worst over the partitions.` + exitStatusHelp("3 when a pa
 						fmt.Fprintf(g.stdout, "%s: ERROR: nothing collected: %s\n", p.Partition, p.Error)
 					}
 				}
+				if rep.KeptBeyondHead > 0 {
+					fmt.Fprintf(g.stdout, "gc: kept %d objects beyond the head younger than %s (a broker's append may still be in flight)\n", rep.KeptBeyondHead, retention.MinBeyondHeadGrace)
+				}
 				fmt.Fprintf(g.stdout, "gc: %s %d objects, %d bytes\n", verb, rep.Objects, rep.Bytes)
 			}
 			var fails failures
@@ -122,7 +143,7 @@ The exit status is the worst over the partitions.` + exitStatusHelp("3 when a pa
 		},
 	}
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "list what would be deleted; delete nothing")
-	c.Flags().DurationVar(&o.grace, "grace", time.Hour, "leave leftovers and tasks younger than this alone")
+	c.Flags().DurationVar(&o.grace, "grace", time.Hour, fmt.Sprintf("leave leftovers and tasks younger than this alone (objects beyond a head: at least %s)", retention.MinBeyondHeadGrace))
 	c.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "list every object")
 	return c
 }

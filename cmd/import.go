@@ -1,16 +1,22 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/fleet"
 	"github.com/nereusctl/nereusctl/internal/importer"
 	"github.com/nereusctl/nereusctl/internal/kafka"
+	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/retention"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
@@ -85,8 +91,8 @@ func (o *importOptions) validate(c *cobra.Command) error {
 func newImportKafkaLogCmd(g *globals) *cobra.Command {
 	o := &importOptions{}
 	c := &cobra.Command{
-		Use:   "kafka-log DIR",
-		Short: "Import a Kafka partition directory into a new stream and binding",
+		Use:   "kafka-log DIR...",
+		Short: "Import Kafka partition directories (or a whole log.dirs folder) into new streams and bindings",
 		Long: `Read a partition directory written by a Kafka broker (NNNNNNNNNNNNNNNNNNNN.log
 segment files) and write it into a NEW stream with a new binding. Topic and
 partition come from the directory name (TOPIC-PARTITION, split at the last
@@ -136,26 +142,232 @@ retention.bytes: they are -1, retention OFF, and import says so on stderr
 and in its report. cleanup.policy is compact for __consumer_offsets and
 __transaction_state, else delete, unless given. The binding records where
 its config came from (config_source); change it later with 'nereusctl config
-set'. --dry-run reads, recovers and reports everything but writes nothing.` + exitStatusHelp(
+set'. --dry-run reads, recovers and reports everything but writes nothing.
+
+Several DIRs, or a DIR that is a Kafka log.dirs folder (it holds no
+segment files itself; every TOPIC-PARTITION subdirectory is a partition),
+import each partition --parallel at once, each holding its partition lease
+while it writes (a lease another job holds past --lease-wait: exit 4 for
+that partition). A subdirectory that is not a partition (its name is not
+TOPIC-PARTITION, e.g. a deleted partition's "-delete" folder, or a symbolic
+link) is reported on stderr and skipped; the others are imported. The
+reports come in directory order; one partition's failure never stops the
+others, and the exit status is the worst partition's. --topic and
+--partition name one partition only. -o json then prints {"schema_version",
+"imports": [{"dir", "report" (the one-directory document) or "error"}],
+"skipped": [{"dir", "reason"}]}.` + exitStatusHelp(
 			"1 the binding exists already",
 			"2 the directory, a file in it or its name is refused (symlink, non-regular file, bad name, too large)",
-			"3 a segment file is corrupt (CRC, torn or zero tail in a non-last segment, overlapping offsets)"),
+			"3 a segment file is corrupt (CRC, torn or zero tail in a non-last segment, overlapping offsets)",
+			"4 the partition's lease is held by another job past --lease-wait (the message names the holder)"),
 		Example: `  nereusctl import kafka-log /var/lib/kafka/data/__consumer_offsets-18
   nereusctl import kafka-log ./backup/orders-0 --dry-run
   nereusctl import kafka-log ./restore/p0 --topic orders --partition 0 --topic-config cleanup.policy=compact,delete -o json
   kafka-configs.sh --bootstrap-server kafka:9092 --describe --all --entity-type topics --entity-name orders > orders.cfg
   nereusctl import kafka-log /var/lib/kafka/data/orders-0 --topic-config-file orders.cfg`,
-		Args: exactArgs(1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			return exitcode.UsageErr(cobra.MinimumNArgs(1)(cmd, args))
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.validate(cmd); err != nil {
 				return err
 			}
-			o.Dir = args[0]
-			return runImport(cmd, g, o)
+			dirs, skipped, single := expandImportDirs(args)
+			if single {
+				o.Dir = dirs[0]
+				return runImport(cmd, g, o)
+			}
+			return runImportMany(cmd, g, o, dirs, skipped)
 		},
 	}
 	o.addFlags(c)
 	return c
+}
+
+// importSkip is a directory of a log.dirs folder that is not a partition.
+type importSkip struct {
+	Dir    string `json:"dir"`
+	Reason string `json:"reason"`
+}
+
+// expandImportDirs turns the DIR arguments into partition directories: a
+// DIR holding segment files (or nothing to tell) is one; a DIR with no
+// segment file but with subdirectories is a Kafka log.dirs folder, whose
+// TOPIC-PARTITION subdirectories are the partitions (sorted) and whose
+// other subdirectories are skipped with the reason. single is one DIR that
+// is itself a partition directory (the one-partition output).
+func expandImportDirs(args []string) (dirs []string, skipped []importSkip, single bool) {
+	for _, a := range args {
+		ents, err := os.ReadDir(a)
+		if err != nil || isPartitionDir(ents) {
+			// importer.Prepare checks (and refuses) it.
+			dirs = append(dirs, a)
+			continue
+		}
+		var subs []string
+		skippedBefore := len(skipped)
+		for _, e := range ents {
+			path := filepath.Join(a, e.Name())
+			switch {
+			case e.Type()&os.ModeSymlink != 0:
+				skipped = append(skipped, importSkip{Dir: path, Reason: "a symbolic link (links are never followed)"})
+			case !e.IsDir():
+				// meta.properties, the checkpoint files: not partitions.
+			default:
+				if _, _, err := kafka.ParseTopicPartition(e.Name()); err != nil {
+					skipped = append(skipped, importSkip{Dir: path, Reason: "not a partition directory: its name is not TOPIC-PARTITION"})
+					continue
+				}
+				subs = append(subs, path)
+			}
+		}
+		if len(subs) == 0 && len(skipped) == skippedBefore {
+			dirs = append(dirs, a) // Prepare says what is wrong with it
+			continue
+		}
+		sort.Strings(subs)
+		dirs = append(dirs, subs...)
+	}
+	return dirs, skipped, len(args) == 1 && len(dirs) == 1 && dirs[0] == args[0] && len(skipped) == 0
+}
+
+// isPartitionDir: the listing holds a segment file (*.log), or no
+// subdirectory at all.
+func isPartitionDir(ents []os.DirEntry) bool {
+	subdirs := false
+	for _, e := range ents {
+		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".log") {
+			return true
+		}
+		if e.IsDir() || e.Type()&os.ModeSymlink != 0 {
+			subdirs = true
+		}
+	}
+	return !subdirs
+}
+
+// importManyJSON is import kafka-log's -o json document for several
+// partition directories (docs/json-output.md).
+type importManyJSON struct {
+	SchemaVersion int              `json:"schema_version"`
+	Imports       []importManyItem `json:"imports"`
+	Skipped       []importSkip     `json:"skipped"`
+}
+
+// importManyItem is one directory's outcome: the one-directory report, or
+// the error.
+type importManyItem struct {
+	Dir    string      `json:"dir"`
+	Report *importJSON `json:"report,omitempty"`
+	Error  string      `json:"error,omitempty"`
+}
+
+// runImportMany imports several partition directories, --parallel at once,
+// each under its partition lease (in runImportOne); the reports in
+// directory order, one failure never stopping the others.
+func runImportMany(cmd *cobra.Command, g *globals, o *importOptions, dirs []string, skipped []importSkip) error {
+	ctx := cmd.Context()
+	if o.Topic != "" {
+		return exitcode.UsageErr(fmt.Errorf("import kafka-log: --topic and --partition name one partition, and %d directories were given", len(dirs)))
+	}
+	for _, sk := range skipped {
+		fmt.Fprintf(g.stderr, "import kafka-log: skipped %s: %s\n", sk.Dir, sk.Reason)
+	}
+	var st store.Store
+	if o.DryRun {
+		if s, err := g.store(ctx); err == nil {
+			st = s
+		}
+	} else {
+		g.createStore = true
+		var err error
+		if st, err = g.store(ctx); err != nil {
+			return err
+		}
+	}
+	type outcome struct {
+		res *importer.Result
+		err error
+	}
+	outs, err := fleet.Map(ctx, g.parallel(), dirs, func(ctx context.Context, _ int, dir string) (outcome, error) {
+		one := *o
+		one.Dir = dir
+		res, err := runImportOne(ctx, g, st, &one)
+		return outcome{res: res, err: err}, nil
+	})
+	if err != nil {
+		return err
+	}
+	var fails failures
+	doc := importManyJSON{SchemaVersion: SchemaVersion, Imports: []importManyItem{}, Skipped: []importSkip{}}
+	doc.Skipped = append(doc.Skipped, skipped...)
+	for i, dir := range dirs {
+		it := importManyItem{Dir: dir}
+		if e := outs[i].err; e != nil {
+			fails.add(e)
+			it.Error = e.Error()
+		} else {
+			warnConfigDefaulted(g, outs[i].res)
+			it.Report = &importJSON{SchemaVersion: SchemaVersion, Result: outs[i].res}
+		}
+		doc.Imports = append(doc.Imports, it)
+	}
+	if g.json() {
+		if err := writeJSON(g.stdout, doc); err != nil {
+			return err
+		}
+	} else {
+		for _, it := range doc.Imports {
+			if it.Error != "" {
+				fmt.Fprintf(g.stdout, "%s: error: %s\n\n", it.Dir, it.Error)
+				continue
+			}
+			if err := renderImport(g.stdout, it.Report.Result); err != nil {
+				return err
+			}
+			fmt.Fprintln(g.stdout)
+		}
+		fmt.Fprintf(g.stdout, "import kafka-log: %d of %d partition directories imported, %d failed, %d skipped\n", len(dirs)-fails.n, len(dirs), fails.n, len(skipped))
+	}
+	return fails.err("import kafka-log", len(dirs))
+}
+
+// runImportOne imports one partition directory into st (nil in a dry run
+// without a store), holding the partition's lease while it writes.
+func runImportOne(ctx context.Context, g *globals, st store.Store, o *importOptions) (*importer.Result, error) {
+	im, err := importer.Prepare(o.Options)
+	if err != nil {
+		return nil, importErr(err)
+	}
+	var res *importer.Result
+	if o.DryRun {
+		res, err = im.Run(ctx, st)
+	} else {
+		err = g.withPartition(ctx, st, importTP(o), func(ctx context.Context) error {
+			res, err = im.Run(ctx, st)
+			return err
+		})
+	}
+	if err != nil {
+		return nil, importErr(err)
+	}
+	return res, nil
+}
+
+// warnConfigDefaulted says on stderr which retention limits no topic
+// config gave.
+func warnConfigDefaulted(g *globals, res *importer.Result) {
+	if len(res.ConfigDefaulted) == 0 {
+		return
+	}
+	name := fmt.Sprintf("%s-%d", res.Topic, res.Partition)
+	off := "retention is OFF"
+	if !res.RetentionOff {
+		off = "that retention limit is off"
+	}
+	fmt.Fprintf(g.stderr, "import kafka-log %s: %s: no topic config gave them, so %s (config source: %s)\n",
+		name, strings.Join(res.ConfigDefaulted, ", "), off, res.ConfigSource)
+	fmt.Fprintf(g.stderr, "hint: give the topic's config with --topic-config-file or --topic-config, or later: nereusctl config set %s retention.ms=VALUE\n", res.Topic)
 }
 
 func runImport(cmd *cobra.Command, g *globals, o *importOptions) error {
@@ -185,25 +397,36 @@ func runImport(cmd *cobra.Command, g *globals, o *importOptions) error {
 	}
 	defer prog.done()
 	im.SetProgress(prog.add)
-	res, err := im.Run(ctx, st)
+	var res *importer.Result
+	if o.DryRun {
+		res, err = im.Run(ctx, st)
+	} else {
+		// The lease of the partition it writes, while it writes it.
+		err = g.withPartition(ctx, st, importTP(o), func(ctx context.Context) error {
+			res, err = im.Run(ctx, st)
+			return err
+		})
+	}
 	prog.done()
 	if err != nil {
 		return importErr(err)
 	}
-	if len(res.ConfigDefaulted) > 0 {
-		name := fmt.Sprintf("%s-%d", res.Topic, res.Partition)
-		off := "retention is OFF"
-		if !res.RetentionOff {
-			off = "that retention limit is off"
-		}
-		fmt.Fprintf(g.stderr, "import kafka-log %s: %s: no topic config gave them, so %s (config source: %s)\n",
-			name, strings.Join(res.ConfigDefaulted, ", "), off, res.ConfigSource)
-		fmt.Fprintf(g.stderr, "hint: give the topic's config with --topic-config-file or --topic-config, or later: nereusctl config set %s retention.ms=VALUE\n", res.Topic)
-	}
+	warnConfigDefaulted(g, res)
 	if g.json() {
 		return writeJSON(g.stdout, importJSON{SchemaVersion: SchemaVersion, Result: res})
 	}
 	return renderImport(g.stdout, res)
+}
+
+// importTP is the partition an import writes: --topic/--partition, else
+// the directory's name (TOPIC-PARTITION, as importer.Prepare reads it,
+// which has accepted it by now).
+func importTP(o *importOptions) layout.TopicPartition {
+	if o.Topic != "" {
+		return layout.TopicPartition{Topic: o.Topic, Partition: o.Partition}
+	}
+	topic, p, _ := kafka.ParseTopicPartition(filepath.Base(filepath.Clean(o.Dir)))
+	return layout.TopicPartition{Topic: topic, Partition: p}
 }
 
 // importJSON is import kafka-log's -o json document: the import report

@@ -4,22 +4,31 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/lease"
+	"github.com/nereusctl/nereusctl/internal/retention"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
 
 // leaseOptions are how this run takes partition leases: one holder id for
 // the whole process run, --lease-wait, and the run's logger.
 func (g *globals) leaseOptions() lease.Options {
+	// Partitions run --parallel at once: the holder id is made once.
+	holderMu.Lock()
 	if g.holder == "" {
 		g.holder = lease.Holder()
 	}
-	return lease.Options{Holder: g.holder, Wait: g.cfg.LeaseWait, Log: g.log}
+	h := g.holder
+	holderMu.Unlock()
+	return lease.Options{Holder: h, Wait: g.cfg.LeaseWait, Log: g.log}
 }
+
+// holderMu guards globals.holder, made on first use.
+var holderMu sync.Mutex
 
 // withPartition runs fn holding tp's partition lease (docs/design.md,
 // "Leases"). A lease another job keeps past --lease-wait is exit 4 naming
@@ -41,4 +50,26 @@ func leaseErr(tp layout.TopicPartition, err error) error {
 			"another job took this partition's lease over (this run could not renew it in time); rerun: every step is idempotent")
 	}
 	return err
+}
+
+// trimLeased runs one partition's trim sequence holding its lease; a plan
+// or a dry run takes none. A lease another job keeps past --lease-wait (or
+// one lost mid-way) is that partition's failure, exit 4 naming the holder;
+// the caller's other partitions go on.
+func (g *globals) trimLeased(ctx context.Context, st store.Store, req retention.Request) *retention.Result {
+	if req.DryRun || req.PlanOnly {
+		return retention.RunPartition(ctx, st, req)
+	}
+	var r *retention.Result
+	err := g.withPartition(ctx, st, req.TP, func(ctx context.Context) error {
+		r = retention.RunPartition(ctx, st, req)
+		return nil
+	})
+	if err != nil {
+		if r == nil {
+			r = &retention.Result{Topic: req.TP.Topic, Partition: req.TP.Partition}
+		}
+		r.Error, r.ErrorDetail, r.Err = "ERROR", err.Error(), err
+	}
+	return r
 }

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -8,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/fleet"
+	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/repair"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
@@ -41,7 +44,7 @@ when clean, the coverage is CASed back to ACTIVE and the quarantine record
 is archived under quarantine/archive/. A rerun after a crash finishes.
 
 --all-from URL repairs every damaged member of every quarantined set whose
-bytes the replica store holds.` + exitStatusHelp("3 when the candidate bytes are wrong (nothing changed)", "4 when the set is still quarantined after the repair (other members need repair)"),
+bytes the replica store holds.` + exitStatusHelp("3 when the candidate bytes are wrong (nothing changed)", "4 when the set is still quarantined after the repair (other members need repair), or the partition's lease is held by another job past --lease-wait (the message names the holder)"),
 		Example: `  nereusctl repair __consumer_offsets-0 --digest sha256:3f5a... --from-file ./member.ntc2
   nereusctl repair __consumer_offsets-0 --digest sha256:3f5a... --regenerate --dry-run
   nereusctl repair --all-from s3://replica-bucket/nereus`,
@@ -92,11 +95,7 @@ func runRepair(cmd *cobra.Command, g *globals, o *repairOptions, args []string) 
 		if err != nil {
 			return err
 		}
-		results, err = repair.AllFrom(ctx, st, replica, o.dryRun, time.Now().UnixMilli())
-		if rerr := renderRepair(g, results); rerr != nil {
-			return rerr
-		}
-		return repairExit(err, results)
+		return runRepairAllFrom(ctx, g, st, replica, o.dryRun)
 	}
 	digest, err := repair.ParseDigest(o.digest)
 	if err != nil {
@@ -112,7 +111,22 @@ func runRepair(cmd *cobra.Command, g *globals, o *repairOptions, args []string) 
 			return err
 		}
 	}
-	r, err := repair.Repair(ctx, st, b, ro)
+	var r *repair.Result
+	if o.dryRun {
+		r, err = repair.Repair(ctx, st, b, ro)
+	} else {
+		// The partition's lease while its member is restored and its
+		// coverage CASed; the binding is re-read under it.
+		tp := layout.TopicPartition{Topic: b.Topic, Partition: b.Partition}
+		err = g.withPartition(ctx, st, tp, func(ctx context.Context) error {
+			b, _, err := loadBinding(ctx, st, args[0])
+			if err != nil {
+				return err
+			}
+			r, err = repair.Repair(ctx, st, b, ro)
+			return err
+		})
+	}
 	if r != nil {
 		results = append(results, r)
 	}
@@ -169,6 +183,61 @@ func repairExit(err error, rs []*repair.Result) error {
 		}
 	}
 	return nil
+}
+
+// runRepairAllFrom repairs every quarantined partition from the replica,
+// --parallel partitions at once, each under its lease (none in a dry run):
+// the results in partition order, one partition's failure (a held lease,
+// wrong bytes) reported and the others still repaired; the exit status is
+// the worst partition's.
+func runRepairAllFrom(ctx context.Context, g *globals, st, replica store.Store, dryRun bool) error {
+	tps, err := repair.QuarantinedPartitions(ctx, st)
+	if err != nil {
+		return fmt.Errorf("repair --all-from: list quarantine records: %w", err)
+	}
+	nowMs := time.Now().UnixMilli()
+	type outcome struct {
+		rs  []*repair.Result
+		err error
+	}
+	outs, err := fleet.Map(ctx, g.parallel(), tps, func(ctx context.Context, _ int, tp layout.TopicPartition) (outcome, error) {
+		var rs []*repair.Result
+		run := func(ctx context.Context) error {
+			var err error
+			rs, err = repair.AllFromPartition(ctx, st, replica, tp, dryRun, nowMs)
+			return err
+		}
+		var err error
+		if dryRun {
+			err = run(ctx)
+		} else {
+			err = g.withPartition(ctx, st, tp, run)
+		}
+		if err != nil {
+			err = repairExit(err, rs)
+		} else {
+			err = repairExit(nil, rs)
+		}
+		return outcome{rs: rs, err: err}, nil
+	})
+	if err != nil {
+		return err
+	}
+	var results []*repair.Result
+	var fails failures
+	for i := range tps {
+		results = append(results, outs[i].rs...)
+		fails.add(outs[i].err)
+	}
+	if rerr := renderRepair(g, results); rerr != nil {
+		return rerr
+	}
+	for i, tp := range tps {
+		if e := outs[i].err; e != nil && !g.json() {
+			fmt.Fprintf(g.stdout, "%s: error: %v\n", tp, e)
+		}
+	}
+	return fails.err("repair --all-from", len(tps))
 }
 
 // repairJSON is repair's -o json document (docs/json-output.md).

@@ -45,7 +45,7 @@ count) and writes nothing.
 
 A trim that removes EVERY record (the new log start is the HW, e.g. --to -1)
 needs --yes: on a terminal it asks (y/N on stdin); otherwise it is refused
-with exit 2 and nothing is written.` + exitStatusHelp("1 when the request is refused (OFFSET_OUT_OF_RANGE, POLICY_VIOLATION)", "2 a trim removing every record was not confirmed (--yes)"),
+with exit 2 and nothing is written.` + exitStatusHelp("1 when the request is refused (OFFSET_OUT_OF_RANGE, POLICY_VIOLATION)", "2 a trim removing every record was not confirmed (--yes)", "4 when the partition's lease is held by another job past --lease-wait (the message names the holder; nothing is written)"),
 		Example: `  nereusctl trim orders-0 --to 1200 --dry-run
   # destructive: records below 1200 become unreadable
   nereusctl trim orders-0 --to 1200
@@ -76,7 +76,7 @@ with exit 2 and nothing is written.` + exitStatusHelp("1 when the request is ref
 					return c.check(r)
 				}
 			}
-			r := retention.RunPartition(ctx, st, req)
+			r := g.trimLeased(ctx, st, req)
 			return renderTrimResults(g, o.dryRun, []*retention.Result{r}, false)
 		},
 	}
@@ -171,22 +171,27 @@ func renderTrimResults(g *globals, dryRun bool, rs []*retention.Result, kafkaSty
 	}
 	var failed []string
 	var first *retention.Result
+	code := exitcode.OK
 	for _, r := range rs {
 		if !r.OK() {
 			failed = append(failed, fmt.Sprintf("%s-%d", r.Topic, r.Partition))
 			if first == nil {
 				first = r
 			}
+			c := exitcode.Error
+			if r.Err != nil {
+				c = partitionErrCode(r.Err)
+			}
+			code = worse(code, c)
 		}
 	}
 	if len(failed) == 0 {
 		return nil
 	}
+	// The exit status is the worst partition's (a held lease, 4, beats a
+	// refused offset, 1); the hint is the first failure's.
 	err := fmt.Errorf("%d of %d partitions failed (%s); first: %s-%d: %s: %s", len(failed), len(rs), strings.Join(failed, ", "), first.Topic, first.Partition, first.Error, first.ErrorDetail)
-	if first.Err != nil {
-		return exitcode.Wrap(exitcode.Of(first.Err), err, exitcode.HintOf(first.Err))
-	}
-	return err
+	return exitcode.Wrap(code, err, exitcode.HintOf(first.Err))
 }
 
 func renderPlan(g *globals, r *retention.Result, dryRun bool) {

@@ -484,7 +484,14 @@ func (e *emitter) flush(end int64) error {
 	// The ETag recorded is the one the store gave (the MD5 of the bytes
 	// on every supported backend), so verify's HEAD checks compare like
 	// with like.
-	info, err := e.st.Put(e.ctx, ref.Key, data, store.IfAbsent())
+	//
+	// The PUT is unconditional: the key is the SHA-256 of these bytes, so
+	// it can only (re)write the same content, and a rerun that finds its
+	// object already there (a crashed run's, maybe older than gc's grace)
+	// restarts the object's age, so gc's grace counts from this run, not
+	// from the run that first wrote it. The read-back below checks the
+	// digest of what the key holds.
+	info, err := e.st.Put(e.ctx, ref.Key, data, store.None())
 	if err != nil {
 		return fmt.Errorf("put %s: %w", ref.Key, err)
 	}
@@ -498,7 +505,7 @@ func (e *emitter) flush(end int64) error {
 		return fmt.Errorf("verify %s: %w", ref.Key, err)
 	}
 	e.readBuf = back
-	if !bytes.Equal(back, data) {
+	if store.SHA256Of(back) != sum || !bytes.Equal(back, data) {
 		return fmt.Errorf("verify %s: the bytes read back differ from the %d bytes written (sha256 %s)", ref.Key, len(data), sum)
 	}
 	r, err := ntc2.Open(back)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/nereusctl/nereusctl/internal/compaction"
+	"github.com/nereusctl/nereusctl/internal/fleet"
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
@@ -36,6 +37,9 @@ type Options struct {
 	// Topics limits the demo to these topics (all when empty); the records
 	// are shared among them.
 	Topics []string
+	// Parallel is how many partitions are written at once (< 1: one);
+	// the bytes do not depend on it.
+	Parallel int
 	// BatchRecords, when > 0, fills the user topics' batches as a busy
 	// producer does (BatchRecords/2+1 to BatchRecords records each)
 	// instead of the demo's small batches (benchmarks).
@@ -193,36 +197,69 @@ func Run(ctx context.Context, st store.Store, o Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every partition's generator is seeded in one fixed order before any
+	// is written, so the bytes are the same whatever --parallel is; the
+	// partitions are then written o.Parallel at once (fleet.Map keeps the
+	// summary in this order).
+	type job struct {
+		tp      topicPlan
+		p       int32
+		records int
+		s1, s2  uint64
+	}
+	var jobs []job
 	for _, tp := range ps {
 		perPart := int(float64(o.Records) * tp.share / float64(tp.partitions))
 		for p := 0; p < tp.partitions; p++ {
-			ps, err := writePartition(ctx, st, o, tp, int32(p), perPart, rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())))
-			if err != nil {
-				return nil, fmt.Errorf("demo: %s-%d: %w", tp.name, p, err)
-			}
-			sum.Partitions = append(sum.Partitions, *ps)
-			sum.Records += ps.Records
-			sum.Bytes += ps.Bytes
+			jobs = append(jobs, job{tp: tp, p: int32(p), records: perPart, s1: rng.Uint64(), s2: rng.Uint64()})
 		}
 	}
-	// Compacted topics get a compacted view, as the log cleaner would have
-	// made: __consumer_offsets and __transaction_state then run under
-	// mandatory compacted coverage.
-	for _, ps := range sum.Partitions {
+	type written struct {
+		ps        *PartitionSummary
+		compacted bool
+		err       error
+	}
+	outs, err := fleet.Map(ctx, o.Parallel, jobs, func(ctx context.Context, _ int, j job) (written, error) {
+		ps, err := writePartition(ctx, st, o, j.tp, j.p, j.records, rand.New(rand.NewPCG(j.s1, j.s2)))
+		if err != nil {
+			return written{err: fmt.Errorf("demo: %s-%d: %w", j.tp.name, j.p, err)}, nil
+		}
+		// Compacted topics get a compacted view, as the log cleaner
+		// would have made: __consumer_offsets and __transaction_state
+		// then run under mandatory compacted coverage.
 		if ps.Kind != "compacted" && ps.Kind != "offsets" && ps.Kind != "txnlog" {
-			continue
+			return written{ps: ps}, nil
 		}
 		b, _, err := layout.LoadBinding(ctx, st, ps.Topic, ps.Partition)
 		if err != nil {
-			return nil, err
+			return written{err: err}, nil
 		}
 		r, err := compaction.Compact(ctx, st, b, compaction.Options{NowMs: CompactNow.UnixMilli()})
 		if err != nil {
-			return nil, fmt.Errorf("demo: compact %s-%d: %w", ps.Topic, ps.Partition, err)
+			return written{err: fmt.Errorf("demo: compact %s-%d: %w", ps.Topic, ps.Partition, err)}, nil
 		}
-		if r.Activated {
-			sum.Compacted = append(sum.Compacted, fmt.Sprintf("%s-%d", ps.Topic, ps.Partition))
+		return written{ps: ps, compacted: r.Activated}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	for _, w := range outs {
+		if w.err != nil {
+			errs = append(errs, w.err)
+			continue
 		}
+		sum.Partitions = append(sum.Partitions, *w.ps)
+		sum.Records += w.ps.Records
+		sum.Bytes += w.ps.Bytes
+		if w.compacted {
+			sum.Compacted = append(sum.Compacted, fmt.Sprintf("%s-%d", w.ps.Topic, w.ps.Partition))
+		}
+	}
+	if len(errs) > 0 {
+		// Every partition was tried; the first failure is reported with
+		// the count (a rerun into an empty store starts over).
+		return sum, fmt.Errorf("%d of %d partitions failed; first: %w", len(errs), len(jobs), errs[0])
 	}
 	return sum, nil
 }

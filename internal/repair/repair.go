@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -413,54 +414,101 @@ func accept(data []byte, digest string) error {
 }
 
 // AllFrom repairs every damaged member of every quarantined set from a
-// replica store holding the same keys.
+// replica store holding the same keys, one partition after another
+// (QuarantinedPartitions, then AllFromPartition for each); the first
+// failure stops it. The command runs the partitions under their leases,
+// --parallel at once, each failure its own.
 func AllFrom(ctx context.Context, st, replica store.Store, dryRun bool, nowMs int64) ([]*Result, error) {
-	recs, err := verify.Records(ctx, st)
+	tps, err := QuarantinedPartitions(ctx, st)
 	if err != nil {
 		return nil, err
 	}
 	var out []*Result
-	for _, q := range recs {
-		b, _, err := layout.LoadBinding(ctx, st, q.Topic, q.Partition)
+	for _, tp := range tps {
+		rs, err := AllFromPartition(ctx, st, replica, tp, dryRun, nowMs)
+		out = append(out, rs...)
 		if err != nil {
 			return out, err
 		}
-		if b.Coverage.State != layout.CoverageQuarantined || b.Coverage.SetID != q.SetID {
-			continue
+	}
+	return out, nil
+}
+
+// QuarantinedPartitions lists the partitions that have an open quarantine
+// record, sorted by topic and partition, each once.
+func QuarantinedPartitions(ctx context.Context, st store.Store) ([]layout.TopicPartition, error) {
+	recs, err := verify.Records(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[layout.TopicPartition]bool{}
+	var tps []layout.TopicPartition
+	for _, q := range recs {
+		tp := layout.TopicPartition{Topic: q.Topic, Partition: q.Partition}
+		if !seen[tp] {
+			seen[tp] = true
+			tps = append(tps, tp)
 		}
-		damaged, first := 0, ""
-		for _, m := range b.Coverage.Members {
-			g, _, err := layout.LoadGeneration(ctx, st, b.StreamID, m.Gen)
-			if err != nil {
-				// A member manifest that cannot be read is not repaired
-				// from here: say so rather than skip it.
-				return out, fmt.Errorf("repair %s: member generation %d: %w", b.Name(), m.Gen, err)
+	}
+	sort.Slice(tps, func(i, j int) bool {
+		if tps[i].Topic != tps[j].Topic {
+			return tps[i].Topic < tps[j].Topic
+		}
+		return tps[i].Partition < tps[j].Partition
+	})
+	return tps, nil
+}
+
+// AllFromPartition repairs every damaged member of tp's quarantined set
+// from the replica (nothing when its coverage is not QUARANTINED), or,
+// when every member holds its bytes already, finishes the interrupted
+// repair (re-verify, re-activate, archive). It takes no lease: the caller
+// holds tp's.
+func AllFromPartition(ctx context.Context, st, replica store.Store, tp layout.TopicPartition, dryRun bool, nowMs int64) ([]*Result, error) {
+	var out []*Result
+	b, _, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
+	if err != nil {
+		return out, fmt.Errorf("repair %s: %w", tp, err)
+	}
+	if b.Coverage.State != layout.CoverageQuarantined {
+		return out, nil
+	}
+	damaged, first := 0, ""
+	for _, m := range b.Coverage.Members {
+		g, _, err := layout.LoadGeneration(ctx, st, b.StreamID, m.Gen)
+		if err != nil {
+			// A member manifest that cannot be read is not repaired
+			// from here: say so rather than skip it.
+			return out, fmt.Errorf("repair %s: member generation %d: %w", b.Name(), m.Gen, err)
+		}
+		for _, ref := range g.Objects {
+			if first == "" {
+				first = ref.SHA256
 			}
-			for _, ref := range g.Objects {
-				if first == "" {
-					first = ref.SHA256
-				}
-				cur, err := st.Get(ctx, ref.Key, nil)
-				if err == nil && store.SHA256Of(cur) == ref.SHA256 {
-					continue
-				}
-				damaged++
-				r, err := Repair(ctx, st, b, Options{Digest: ref.SHA256, From: replica, DryRun: dryRun, NowMs: nowMs})
+			cur, err := st.Get(ctx, ref.Key, nil)
+			if err == nil && store.SHA256Of(cur) == ref.SHA256 {
+				continue
+			}
+			damaged++
+			r, err := Repair(ctx, st, b, Options{Digest: ref.SHA256, From: replica, DryRun: dryRun, NowMs: nowMs})
+			if r != nil {
 				out = append(out, r)
-				if err != nil {
-					return out, err
-				}
 			}
-		}
-		if damaged == 0 && first != "" {
-			// Every member already holds its bytes: an interrupted repair
-			// restored them and stopped before re-activating the coverage.
-			// Finish it (re-verify, re-activate, archive the record).
-			r, err := Repair(ctx, st, b, Options{Digest: first, From: replica, DryRun: dryRun, NowMs: nowMs})
-			out = append(out, r)
 			if err != nil {
 				return out, err
 			}
+		}
+	}
+	if damaged == 0 && first != "" {
+		// Every member already holds its bytes: an interrupted repair
+		// restored them and stopped before re-activating the coverage.
+		// Finish it (re-verify, re-activate, archive the record).
+		r, err := Repair(ctx, st, b, Options{Digest: first, From: replica, DryRun: dryRun, NowMs: nowMs})
+		if r != nil {
+			out = append(out, r)
+		}
+		if err != nil {
+			return out, err
 		}
 	}
 	return out, nil

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nereusctl/nereusctl/internal/compaction"
+	"github.com/nereusctl/nereusctl/internal/fleet"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/store"
@@ -36,7 +38,23 @@ type GCOptions struct {
 	// Progress, when set, is told each partition done (collected, or left
 	// alone with its error).
 	Progress func(partitions int64)
+	// Partition, when set (and not in a dry run), wraps the deciding and
+	// the deleting of one partition's garbage: the command holds the
+	// partition's lease in it, so a compaction or a trim holding the same
+	// lease never sees its objects collected under it. Its error (a lease
+	// another job holds) is that partition's failure; the others go on.
+	Partition func(ctx context.Context, tp layout.TopicPartition, fn func(ctx context.Context) error) error
+	// Parallel bounds how many partitions are collected at once (< 1: 1).
+	Parallel int
 }
+
+// MinBeyondHeadGrace is the least age of an object at or beyond its
+// stream's head that gc deletes, whatever --grace says (0s included): a
+// live broker appends an object first and publishes the head after, so a
+// young object beyond the head may be an append in flight, not a
+// leftover. No broker's append takes this long between its PUT and its
+// head CAS (docs/design.md, "Leases").
+const MinBeyondHeadGrace = 15 * time.Minute
 
 // GCItem is one object gc deletes (or would delete).
 type GCItem struct {
@@ -57,7 +75,11 @@ type GCPartition struct {
 	// does not decode, a head rolled back below the stream's data, an I/O
 	// failure); the other partitions are still collected.
 	Error string `json:"error,omitempty"`
-	err   error
+	// KeptBeyondHead counts objects beyond the head older than --grace
+	// but younger than MinBeyondHeadGrace, kept as a broker's append that
+	// may still be in flight.
+	KeptBeyondHead int `json:"kept_beyond_head"`
+	err            error
 }
 
 // Err is the partition's failure (nil when it was collected); it wraps
@@ -74,6 +96,8 @@ type GCReport struct {
 	Objects    int                 `json:"objects"`
 	Bytes      int64               `json:"bytes"`
 	Errors     []string            `json:"errors"`
+	// KeptBeyondHead is the sum of the partitions' KeptBeyondHead.
+	KeptBeyondHead int `json:"kept_beyond_head"`
 }
 
 // GCTotals counts one category.
@@ -91,44 +115,91 @@ type GCTotals struct {
 // gc leaves only garbage that the next run finds again.
 func GC(ctx context.Context, st store.Store, tps []layout.TopicPartition, o GCOptions) (*GCReport, error) {
 	rep := &GCReport{DryRun: o.DryRun, Items: []GCItem{}, Partitions: []GCPartition{}, Totals: map[string]GCTotals{}, Errors: []string{}}
-	for _, tp := range tps {
-		if err := ctx.Err(); err != nil {
-			return rep, err
+	// Partitions --parallel at once, each decided and deleted inside
+	// o.Partition (its lease); the report keeps the partitions' order.
+	type outcome struct {
+		items []GCItem // what was deleted (or would be)
+		gp    GCPartition
+	}
+	outs, err := fleet.Map(ctx, o.Parallel, tps, func(ctx context.Context, _ int, tp layout.TopicPartition) (outcome, error) {
+		var out outcome
+		out.gp = GCPartition{Partition: tp.String()}
+		run := func(ctx context.Context) error {
+			items, gp, err := gcPartition(ctx, st, tp, o)
+			out.gp = gp
+			if err != nil {
+				return err
+			}
+			done, err := deleteItems(ctx, st, items, o.DryRun)
+			out.items = done
+			for _, it := range items {
+				out.gp.Objects++
+				out.gp.Bytes += it.Size
+			}
+			return err
 		}
-		items, gp, err := gcPartition(ctx, st, tp, o)
+		var err error
+		if o.Partition != nil && !o.DryRun {
+			err = o.Partition(ctx, tp, run)
+		} else {
+			err = run(ctx)
+		}
 		if err != nil {
 			err = fmt.Errorf("gc %s: %w", tp, err)
-			gp.err, gp.Error = err, err.Error()
-			rep.Errors = append(rep.Errors, err.Error())
-			rep.Partitions = append(rep.Partitions, gp)
-			if o.Progress != nil {
-				o.Progress(1)
-			}
-			continue
+			out.gp.err, out.gp.Error = err, err.Error()
 		}
-		if err := rep.apply(ctx, st, items, o.DryRun); err != nil {
-			err = fmt.Errorf("gc %s: %w", tp, err)
-			gp.err, gp.Error = err, err.Error()
-			rep.Errors = append(rep.Errors, err.Error())
-		}
-		for _, it := range items {
-			gp.Objects++
-			gp.Bytes += it.Size
-		}
-		rep.Partitions = append(rep.Partitions, gp)
 		if o.Progress != nil {
 			o.Progress(1)
 		}
+		return out, ctx.Err()
+	})
+	for i := range tps {
+		if i >= len(outs) {
+			break
+		}
+		out := outs[i]
+		if out.gp.Partition == "" {
+			continue // never started: the run was interrupted
+		}
+		rep.record(out.items)
+		if out.gp.Error != "" {
+			rep.Errors = append(rep.Errors, out.gp.Error)
+		}
+		rep.KeptBeyondHead += out.gp.KeptBeyondHead
+		rep.Partitions = append(rep.Partitions, out.gp)
+	}
+	if err != nil {
+		return rep, err
 	}
 	tasks, err := st.List(ctx, layout.TasksPrefix)
 	if err != nil {
 		return rep, fmt.Errorf("gc: list tasks: %w", err)
 	}
+	// A compaction task of a stream that still exists is its partition's
+	// (collected above, under the partition's lease); the sweep here takes
+	// the others once old (a deleted stream's).
 	var items []GCItem
+	live := map[string]bool{}
 	for _, in := range tasks {
-		if old(in, o) {
-			items = append(items, GCItem{Key: in.Key, Size: in.Size, Category: GarbageTask})
+		if !old(in, o) {
+			continue
 		}
+		if sid, ok := compactTaskStream(in.Key); ok {
+			exists, seen := live[sid]
+			if !seen {
+				_, err := st.Head(ctx, layout.HeadKey(sid))
+				if err != nil && !errors.Is(err, store.ErrNotFound) {
+					rep.Errors = append(rep.Errors, fmt.Sprintf("gc: task %s: %v", in.Key, err))
+					continue
+				}
+				exists = err == nil
+				live[sid] = exists
+			}
+			if exists {
+				continue
+			}
+		}
+		items = append(items, GCItem{Key: in.Key, Size: in.Size, Category: GarbageTask})
 	}
 	if err := rep.apply(ctx, st, items, o.DryRun); err != nil {
 		rep.Errors = append(rep.Errors, err.Error())
@@ -154,17 +225,44 @@ func GC(ctx context.Context, st store.Store, tps []layout.TopicPartition, o GCOp
 	return rep, nil
 }
 
+// compactTaskStream is the stream a compaction task key belongs to
+// (tasks/compact-<sid>/...).
+func compactTaskStream(key string) (string, bool) {
+	rest, ok := strings.CutPrefix(key, layout.TasksPrefix+"compact-")
+	if !ok {
+		return "", false
+	}
+	sid, _, ok := strings.Cut(rest, "/")
+	return sid, ok && sid != ""
+}
+
 func old(in store.ObjectInfo, o GCOptions) bool {
 	return !in.Modified.IsZero() && o.Now.Sub(in.Modified) >= o.Grace
 }
 
+// apply deletes items and records them in the report.
 func (rep *GCReport) apply(ctx context.Context, st store.Store, items []GCItem, dryRun bool) error {
-	for _, it := range items {
+	done, err := deleteItems(ctx, st, items, dryRun)
+	rep.record(done)
+	return err
+}
+
+// deleteItems deletes items in order (none in a dry run) and returns those
+// deleted (all of them in a dry run) up to the first failure.
+func deleteItems(ctx context.Context, st store.Store, items []GCItem, dryRun bool) ([]GCItem, error) {
+	for i, it := range items {
 		if !dryRun {
 			if err := st.Delete(ctx, it.Key, store.None()); err != nil && !errors.Is(err, store.ErrNotFound) {
-				return fmt.Errorf("delete %s: %w", it.Key, err)
+				return items[:i], fmt.Errorf("delete %s: %w", it.Key, err)
 			}
 		}
+	}
+	return items, nil
+}
+
+// record adds deleted items to the report's list and totals.
+func (rep *GCReport) record(items []GCItem) {
+	for _, it := range items {
 		rep.Items = append(rep.Items, it)
 		t := rep.Totals[it.Category]
 		t.Objects++
@@ -173,7 +271,6 @@ func (rep *GCReport) apply(ctx context.Context, st store.Store, items []GCItem, 
 		rep.Objects++
 		rep.Bytes += it.Size
 	}
-	return nil
 }
 
 // gcPartition finds one partition's garbage, in deletion order.
@@ -363,6 +460,10 @@ func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, 
 		in := modified[ob.Key]
 		switch {
 		case referenced[ob.Key] || onChain[ob.Key] || !old(in, o):
+		case (ob.Base >= h.Head || ob.End > h.Head) && !in.Modified.IsZero() && o.Now.Sub(in.Modified) < MinBeyondHeadGrace:
+			// Maybe a live broker's append whose head CAS is still to
+			// come: never collected younger than the minimum grace.
+			gp.KeptBeyondHead++
 		case ob.Base >= h.Head || ob.End > h.Head:
 			dataItems = append(dataItems, GCItem{Key: ob.Key, Size: ob.Size, Category: GarbageBeyondHead, Partition: name})
 		case chainErr == nil && ob.Base >= first && ob.End > lastSealedEnd:
@@ -376,6 +477,18 @@ func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, 
 	for _, it := range items {
 		if !strings.HasPrefix(it.Key, layout.StreamPrefix(b.StreamID)) {
 			return nil, gp, fmt.Errorf("gc: refusing to delete %s outside stream %s", it.Key, b.StreamID)
+		}
+	}
+	// The stream's compaction task, once older than the grace: collected
+	// here, under the partition's lease, so never from under a running
+	// compaction (which holds the lease).
+	tasks, err := st.List(ctx, compaction.TaskPrefix(b.StreamID))
+	if err != nil {
+		return nil, gp, err
+	}
+	for _, in := range tasks {
+		if old(in, o) {
+			items = append(items, GCItem{Key: in.Key, Size: in.Size, Category: GarbageTask, Partition: name})
 		}
 	}
 	return items, gp, nil

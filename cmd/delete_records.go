@@ -2,7 +2,6 @@ package cmd
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,6 +13,7 @@ type deleteRecordsOptions struct {
 	file   string
 	dryRun bool
 	yes    bool
+	clock  clockFlags
 }
 
 func newDeleteRecordsCmd(g *globals) *cobra.Command {
@@ -44,6 +44,14 @@ anything; otherwise it is refused with exit 2 and nothing is trimmed.` + exitSta
 			if o.file == "" {
 				return exitcode.UsageErr(fmt.Errorf("--offset-json-file is required"))
 			}
+			now, _, err := parseNow(o.clock.now)
+			if err != nil {
+				return err
+			}
+			clock, err := o.clock.clockAt(now)
+			if err != nil {
+				return err
+			}
 			data, err := readCappedFile(o.file, retention.MaxOffsetJSONBytes)
 			if err != nil {
 				return exitcode.UsageErr(err)
@@ -57,7 +65,7 @@ anything; otherwise it is refused with exit 2 and nothing is trimmed.` + exitSta
 			if err != nil {
 				return err
 			}
-			nowMs := time.Now().UnixMilli()
+			nowMs := now.UnixMilli()
 			var confirmed fullTrims
 			if !o.dryRun && !o.yes {
 				// Plan every partition first: trims that remove every
@@ -65,7 +73,7 @@ anything; otherwise it is refused with exit 2 and nothing is trimmed.` + exitSta
 				var full []string
 				for _, t := range targets {
 					off := t.Offset
-					r := retention.RunPartition(ctx, st, retention.Request{TP: t.TP, DeleteRecords: &off, NowMs: nowMs, PlanOnly: true})
+					r := retention.RunPartition(ctx, st, retention.Request{TP: t.TP, DeleteRecords: &off, NowMs: nowMs, Clock: clock, PlanOnly: true})
 					if ctx.Err() != nil {
 						return ctx.Err()
 					}
@@ -80,7 +88,7 @@ anything; otherwise it is refused with exit 2 and nothing is trimmed.` + exitSta
 			var rs []*retention.Result
 			for _, t := range targets {
 				off := t.Offset
-				req := retention.Request{TP: t.TP, DeleteRecords: &off, NowMs: nowMs, DryRun: o.dryRun, Hooks: crashHooks()}
+				req := retention.Request{TP: t.TP, DeleteRecords: &off, NowMs: nowMs, Clock: clock, DryRun: o.dryRun, Hooks: crashHooks()}
 				if confirmed != nil {
 					req.ConfirmFull = confirmed.check
 				}
@@ -95,5 +103,6 @@ anything; otherwise it is refused with exit 2 and nothing is trimmed.` + exitSta
 	c.Flags().StringVar(&o.file, "offset-json-file", "", "Kafka's delete-records JSON file")
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the outcome per partition; write nothing")
 	c.Flags().BoolVar(&o.yes, "yes", false, "trim partitions whose every record goes (offset -1 or the HW) without asking")
+	o.clock.add(c, true)
 	return c
 }

@@ -46,6 +46,7 @@ type UnknownSectionView struct {
 //	indexes       []IndexView
 //	coverage      Coverage
 //	binding       BindingRef
+//	clock         state.Clock
 //	unknown id    UnknownSectionView
 //
 // Errors wrap ErrCorrupt and name the section.
@@ -102,6 +103,8 @@ func describe(id uint16, raw []byte) (any, error) {
 		return decodeCoverage(raw)
 	case SectionBindingRef:
 		return decodeBinding(raw)
+	case SectionClock:
+		return decodeClock(raw)
 	}
 	sum := sha256.Sum256(raw)
 	return UnknownSectionView{ID: id, RawLen: len(raw), SHA256: hex.EncodeToString(sum[:])}, nil

@@ -91,6 +91,15 @@ type Result struct {
 	// anchor a checkpoint made from this result names); empty for an
 	// empty stream.
 	HeadObject, HeadObjectSHA256 string
+	// Clock is the clock producer expiration was applied at (Options.Clock;
+	// unset: none was applied).
+	Clock state.Clock
+	// CheckpointClock is the clock the chosen checkpoint was made with
+	// (unset: it records none, or no checkpoint was chosen).
+	CheckpointClock state.Clock
+	// Expired lists the producers this replay dropped by expiration, at
+	// the checkpoint's load and at the end, ascending.
+	Expired []int64
 }
 
 // Options steer a replay.
@@ -104,10 +113,27 @@ type Options struct {
 	// MaxAnchor, when > 0, only considers checkpoints anchored at or below
 	// it (benchmarks of tail length; forensics).
 	MaxAnchor int64
+	// Clock is the clock producer expiration is applied at
+	// (ProducerStateManager.isProducerExpired): when a checkpoint is
+	// hydrated (loadFromSnapshot drops expired producers) and once more on
+	// the state at the head. The zero Clock expires nothing.
+	Clock state.Clock
+	// AsOfCheckpoint, for a full replay compared with a checkpoint path
+	// (replay --compare), also expires producers where that checkpoint
+	// was anchored, at the clock it was made with and then at Clock, as
+	// the checkpoint path did: both sides then apply the same clocks at
+	// the same offsets and their digests compare like for like.
+	AsOfCheckpoint *CheckpointClock
 	// Log receives the replay's fallbacks at info level: a checkpoint
 	// skipped and why, a full replay because none could be used, a full
 	// replay that starts from the retention floor. nil logs nothing.
 	Log *slog.Logger
+}
+
+// CheckpointClock is a checkpoint's anchor and the clock it was made with.
+type CheckpointClock struct {
+	Anchor int64
+	Clock  state.Clock
 }
 
 // logFallbacks logs what the replay did instead of the fastest path.
@@ -169,6 +195,12 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 		c := cands[chosen]
 		res.Chosen = &c
 		part = cp.State
+		if cp.Clock != nil {
+			res.CheckpointClock = *cp.Clock
+		}
+		// ProducerStateManager.loadFromSnapshot: a producer expired at the
+		// clock is not loaded.
+		res.Expired = append(res.Expired, part.RemoveExpiredProducers(opt.Clock)...)
 		res.HeadObject, res.HeadObjectSHA256 = cp.Anchor.ObjectKey, cp.Anchor.ObjectSHA256
 		_, lastGen = part.SealedEnd()
 		lastGen = max(lastGen, maxSourceGen(cp.Coverage.Sources))
@@ -229,7 +261,16 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 	if err != nil {
 		return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
 	}
-	if err := replayTail(ctx, st, b.StreamID, part, objs, h.Head, lastGen, &res.Tail, res.Sources); err != nil {
+	var at func(end int64)
+	if ac := opt.AsOfCheckpoint; ac != nil && ac.Anchor >= part.NextOffset {
+		at = func(end int64) {
+			if end == ac.Anchor {
+				res.Expired = append(res.Expired, part.RemoveExpiredProducers(ac.Clock)...)
+				res.Expired = append(res.Expired, part.RemoveExpiredProducers(opt.Clock)...)
+			}
+		}
+	}
+	if err := replayTail(ctx, st, b.StreamID, part, objs, h.Head, lastGen, &res.Tail, res.Sources, at); err != nil {
 		return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
 	}
 	if res.Tail.headObject != "" {
@@ -238,7 +279,12 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 	// 6. Apply the durable trim.
 	startBefore := part.LogStart
 	part.ApplyLogStart(h.Trim)
-	res.SameAsChosen = res.Chosen != nil && res.Tail.Batches == 0 && !res.Tail.changed && part.LogStart == startBefore
+	// Producer expiration at the command's clock, on the state at the head
+	// (docs/kafka-retention-rules.md, "Producer expiration").
+	res.Expired = append(res.Expired, part.RemoveExpiredProducers(opt.Clock)...)
+	slices.Sort(res.Expired)
+	res.Clock = opt.Clock
+	res.SameAsChosen = res.Chosen != nil && res.Tail.Batches == 0 && !res.Tail.changed && part.LogStart == startBefore && len(res.Expired) == 0
 	live := map[int64]bool{}
 	for _, sg := range part.Segments {
 		live[sg.Gen] = true
@@ -376,9 +422,18 @@ func choose(ctx context.Context, st store.Store, b *layout.Binding, h *layout.He
 		}
 		es = append(es, entry{in, a})
 	}
+	ref := ""
+	if b.CheckpointRef != nil {
+		ref = b.CheckpointRef.Key
+	}
 	sort.SliceStable(es, func(i, j int) bool {
 		if es[i].anchor != es[j].anchor {
 			return (es[i].anchor > es[j].anchor) == newestFirst
+		}
+		// At one anchor (checkpoints made at different clocks), the one
+		// the binding refers to first: the newest create chose it.
+		if ri, rj := es[i].info.Key == ref, es[j].info.Key == ref; ri != rj {
+			return ri
 		}
 		return es[i].info.Key > es[j].info.Key
 	})
@@ -509,8 +564,15 @@ func checkAnchorObject(ctx context.Context, st store.Store, a nkc1.Anchor, liste
 // verified bytes are applied: every batch's CRC-32C is checked before the
 // batch reaches the state, and an object a COMMITTED manifest lists must
 // have the manifest's size and CRC-32C.
-func replayTail(ctx context.Context, st store.Store, sid string, part *state.Partition, objs []layout.StreamObject, head, lastGen int64, ts *TailStats, sources map[int64]string) error {
+//
+// at, when not nil, is called with the state's next offset before the
+// first object and after every object.
+func replayTail(ctx context.Context, st store.Store, sid string, part *state.Partition, objs []layout.StreamObject, head, lastGen int64, ts *TailStats, sources map[int64]string, at func(end int64)) error {
 	ts.From, ts.To = part.NextOffset, head
+	if at == nil {
+		at = func(int64) {}
+	}
+	at(part.NextOffset)
 	seals, digests, sealed, err := sealsAfter(ctx, st, sid, lastGen)
 	if err != nil {
 		return err
@@ -578,6 +640,7 @@ func replayTail(ctx context.Context, st store.Store, sid string, part *state.Par
 			sources[gen] = digests[gen]
 			delete(seals, o.End)
 		}
+		at(o.End)
 	}
 	for end, gen := range seals {
 		if end <= head && end > ts.From {

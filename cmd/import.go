@@ -32,6 +32,7 @@ type importOptions struct {
 	partition   int64
 	topicConfig []string
 	configFile  string
+	clock       clockFlags
 }
 
 func (o *importOptions) addFlags(c *cobra.Command) {
@@ -44,6 +45,8 @@ func (o *importOptions) addFlags(c *cobra.Command) {
 	f.StringVar(&o.configFile, "topic-config-file", "", "a file holding 'kafka-configs --describe --entity-type topics --entity-name TOPIC [--all]' output (or KEY=VALUE lines)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "read, recover and report, but write nothing")
 	f.Int64Var(&o.MaxSegmentBytes, "max-segment-bytes", importer.DefaultMaxSegmentBytes, "refuse a .log file larger than this")
+	o.clock.add(c, true)
+	f.BoolVar(&o.IgnoreSnapshots, "ignore-snapshots", false, "import without the broker's producer snapshots (.snapshot files): producers whose batches are gone are not imported")
 }
 
 func (o *importOptions) validate(c *cobra.Command) error {
@@ -66,6 +69,12 @@ func (o *importOptions) validate(c *cobra.Command) error {
 	if o.MaxSegmentBytes <= 0 {
 		return exitcode.UsageErr(fmt.Errorf("--max-segment-bytes %d: want > 0", o.MaxSegmentBytes))
 	}
+	// The import clock: producer snapshots are loaded at it.
+	clock, err := o.clock.clock()
+	if err != nil {
+		return err
+	}
+	o.Now, o.ProducerIDExpirationMs = clock.Time(), clock.ExpirationMs
 	kvs, err := retention.ParseKV(o.topicConfig)
 	if err != nil {
 		return exitcode.Wrap(exitcode.Usage, fmt.Errorf("import kafka-log: --topic-config: %w", err), topicConfigHint)
@@ -237,6 +246,15 @@ func renderImport(w io.Writer, r *importer.Result) error {
 	fmt.Fprintf(w, "Leader epochs: %s (leader-epoch-checkpoint: %s; derived by %s: %s)\n", e.Status, importer.EpochsText(e.Checkpoint), e.Source, importer.EpochsText(e.Derived))
 	for _, n := range e.Notes {
 		fmt.Fprintf(w, "  %s\n", n)
+	}
+	if sn := r.Snapshot; sn != nil {
+		fmt.Fprintf(w, "Producer snapshot: %s (offset %d): %d producers, %d expired at %s (producer.id.expiration.ms %d), %d hydrated", sn.File, sn.Offset, sn.Entries, sn.Expired, sn.Clock, sn.ExpirationMs, sn.Producers)
+		if sn.Checkpoint != "" {
+			fmt.Fprintf(w, " into %s", sn.Checkpoint)
+		}
+		fmt.Fprintln(w)
+	} else {
+		fmt.Fprintln(w, "Producer snapshot: none used")
 	}
 	fmt.Fprintf(w, "Imported bytes: sha256 %s\n", r.SHA256)
 	fmt.Fprintf(w, "State digest: %s\n", r.StateDigest)

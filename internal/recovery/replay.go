@@ -87,6 +87,10 @@ type Result struct {
 	// SameAsChosen: nothing changed the hydrated checkpoint's state (no
 	// batch, no seal, no trim), so it is the state at the head.
 	SameAsChosen bool
+	// Genesis: a full replay that started from the checkpoint anchored at
+	// the stream's first offset (the state from before it, e.g. a broker
+	// snapshot's producers at import), not from the empty state.
+	Genesis bool
 	// HeadObject is the object ending at the head and its SHA-256 (the
 	// anchor a checkpoint made from this result names); empty for an
 	// empty stream.
@@ -251,7 +255,23 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 				return nil, exitcode.Wrap(exitcode.Verify, fmt.Errorf("replay %s: %w: the objects for offsets [%d, %d), below the durable trim %d, are missing and no valid checkpoint holds the state they carried", b.Name(), stream.ErrMissing, h.Start, first, h.Trim),
 					"restore a checkpoint anchored at or above the trim, or the missing objects, from a replica (docs/runbooks/restore-from-replica.md)")
 			}
-		} else {
+		} else if first > 0 {
+			// The stream's genesis state: a checkpoint anchored at its
+			// first offset (import writes one with the producers of the
+			// broker's .snapshot file, whose batches are gone) holds the
+			// state the stream starts from, as a broker's snapshot at its
+			// log start does. A full replay starts from it, or from the
+			// empty state when there is none.
+			cands, chosen, cp, err := choose(ctx, st, b, h, lister, false, first)
+			if err != nil {
+				return nil, err
+			}
+			if chosen >= 0 && cp.Anchor.Offset == first {
+				hydrate(cands, chosen, cp)
+				res.Genesis = true
+			}
+		}
+		if part == nil {
 			part = state.New(first)
 		}
 	}

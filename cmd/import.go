@@ -124,6 +124,15 @@ The partition's leader-epoch-checkpoint is compared with the replayed
 leader epochs: match, explained (e.g. the first batches of an epoch were
 compacted away) or differ.
 
+Producers whose batches are gone are known only from the broker's producer
+snapshot (NNNNNNNNNNNNNNNNNNNN.snapshot): import hydrates them from the
+newest snapshot at or below the stream's first offset, drops those expired
+at --now (producer.id.expiration.ms, --producer-id-expiration-ms), replays
+the segments on top and writes the state as the stream's first checkpoint
+(docs/kafka-retention-rules.md §14.1). A directory with a snapshot but no
+segment file imports as an empty log. A corrupt snapshot is exit 3 naming
+the file; --ignore-snapshots imports without snapshots.
+
 The binding's config snapshot is what retention and compaction plan with,
 so import never invents a retention policy. Give the topic's config with
 --topic-config-file (the output of 'kafka-configs --describe --entity-type
@@ -206,6 +215,11 @@ type importJSON struct {
 }
 
 func importErr(err error) error {
+	if exitcode.HintOf(err) != "" {
+		// The importer named the way out already (a corrupt producer
+		// snapshot: --ignore-snapshots).
+		return err
+	}
 	switch {
 	case errors.Is(err, retention.ErrBadTopicConfig):
 		return exitcode.Wrap(exitcode.Usage, err, topicConfigHint)

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/kafka"
@@ -20,8 +21,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/store"
 )
 
-// Producer snapshots at import (docs/kafka-retention-rules.md §14,
-// docs/design.md §14). A producer whose batches were deleted below the log
+// Producer snapshots at import (docs/kafka-retention-rules.md §14). A producer whose batches were deleted below the log
 // start is known to the broker only from its <offset>.snapshot file; Kafka
 // loads the newest snapshot (ProducerStateManager.loadFromSnapshot, read by
 // readSnapshot with its CRC-32C checked), drops the producers expired at
@@ -144,18 +144,20 @@ func chooseSnapshot(dir string, start int64, opt Options) (*hydration, []string,
 		return nil, nil, exitcode.Wrap(exitcode.Verify, fmt.Errorf("producer snapshot %s: %w", s.path, err),
 			"the broker would delete this snapshot and fall back to an older one; --ignore-snapshots imports without producer snapshots (producers whose batches are gone are then lost)")
 	}
-	now := opt.Now
-	if now.IsZero() {
-		return nil, nil, errors.New("import kafka-log: no import clock")
-	}
+	// The import clock; a library caller with none (zero Now) expires
+	// nothing (cmd always passes one: import --now, default the wall
+	// clock).
 	exp := opt.ProducerIDExpirationMs
 	if exp <= 0 {
 		exp = state.DefaultProducerIDExpirationMs
 	}
-	clock := state.Clock{NowMs: now.UnixMilli(), ExpirationMs: exp}
+	var clock state.Clock
+	if !opt.Now.IsZero() {
+		clock = state.Clock{NowMs: opt.Now.UnixMilli(), ExpirationMs: exp}
+	}
 	seen := map[int64]bool{}
 	h := &hydration{clock: clock, rep: &SnapshotReport{File: s.name, Offset: s.offset, Entries: len(entries),
-		Clock: clock.Time().Format("2006-01-02T15:04:05.999Z07:00"), ExpirationMs: exp, Skipped: append([]string{}, skipped...)}}
+		Clock: clockText(clock), ExpirationMs: exp, Skipped: append([]string{}, skipped...)}}
 	for _, e := range entries {
 		if seen[e.ProducerID] {
 			return nil, nil, exitcode.Wrap(exitcode.Verify, fmt.Errorf("producer snapshot %s: producer %d appears twice: %w", s.path, e.ProducerID, kafka.ErrCorrupt),
@@ -175,6 +177,14 @@ func chooseSnapshot(dir string, start int64, opt Options) (*hydration, []string,
 	kafka.SortSnapshotEntries(h.entries)
 	h.rep.Producers = len(h.entries)
 	return h, nil, nil
+}
+
+// clockText is the clock as RFC3339 ("" when unset: no expiration).
+func clockText(c state.Clock) string {
+	if !c.Set() {
+		return ""
+	}
+	return c.Time().Format(time.RFC3339Nano)
 }
 
 // producerOf is ProducerStateManager.readSnapshot's ProducerStateEntry: one
@@ -262,14 +272,18 @@ func (h *hydration) writeGenesis(ctx context.Context, st store.Store, b *layout.
 	if err != nil {
 		return err
 	}
-	clock := h.clock
+	var clock *state.Clock
+	if h.clock.Set() {
+		c := h.clock
+		clock = &c
+	}
 	cp := &nkc1.Checkpoint{
 		Anchor: nkc1.Anchor{StreamID: b.StreamID, TopicID: b.TopicID, Topic: b.Topic, Partition: b.Partition,
 			Offset: start, HeadEpoch: hd.Epoch, LogStart: start},
 		State:    h.seed(start),
 		Coverage: nkc1.Coverage{LogStart: start, Anchor: start, Sources: []layout.SourceRef{}},
 		Binding:  nkc1.BindingRef{Key: layout.BindingKey(b.Topic, b.Partition), Version: b.Version},
-		Clock:    &clock,
+		Clock:    clock,
 	}
 	data, root, err := nkc1.Encode(cp)
 	if err != nil {

@@ -96,6 +96,11 @@ type hydration struct {
 	rep     *SnapshotReport
 	entries []kafka.SnapshotEntry // not expired, by producer id
 	clock   state.Clock
+	// The latest lastTimestamp of an expired entry: the genesis
+	// checkpoint records state.Horizon of it, not the import clock, so
+	// that its bytes depend on its state only.
+	latestExpired int64
+	anyExpired    bool
 }
 
 // chooseSnapshot reads the newest snapshot at or below start, checks it
@@ -170,6 +175,9 @@ func chooseSnapshot(dir string, start int64, opt Options) (*hydration, []string,
 		}
 		if clock.IsProducerExpired(producerOf(e)) {
 			h.rep.Expired++
+			if !h.anyExpired || e.Timestamp > h.latestExpired {
+				h.latestExpired, h.anyExpired = e.Timestamp, true
+			}
 			continue
 		}
 		h.entries = append(h.entries, e)
@@ -273,9 +281,8 @@ func (h *hydration) writeGenesis(ctx context.Context, st store.Store, b *layout.
 		return err
 	}
 	var clock *state.Clock
-	if h.clock.Set() {
-		c := h.clock
-		clock = &c
+	if hz := state.Horizon(h.latestExpired, h.clock.ExpirationMs); h.anyExpired && hz.Set() {
+		clock = &hz
 	}
 	cp := &nkc1.Checkpoint{
 		Anchor: nkc1.Anchor{StreamID: b.StreamID, TopicID: b.TopicID, Topic: b.Topic, Partition: b.Partition,

@@ -81,8 +81,8 @@ func checkpointOf(ctx context.Context, st store.Store, b *layout.Binding, res *R
 	}
 	sort.Slice(srcs, func(i, j int) bool { return srcs[i].Gen < srcs[j].Gen })
 	var clock *state.Clock
-	if res.Clock.Set() {
-		c := res.Clock
+	if res.StateClock.Set() {
+		c := res.StateClock
 		clock = &c
 	}
 	return &nkc1.Checkpoint{
@@ -136,7 +136,18 @@ func CreateFrom(ctx context.Context, st store.Store, b *layout.Binding, bindingE
 		return out, nil
 	}
 	if _, err := st.Put(ctx, out.Key, data, store.IfAbsent()); err != nil {
-		return nil, fmt.Errorf("publish checkpoint %s: %w", out.Key, err)
+		// The same state at the same anchor was published before (a
+		// checkpoint's bytes depend on its state only): reuse it when the
+		// object there is these bytes.
+		if !errors.Is(err, store.ErrPreconditionFailed) {
+			return nil, fmt.Errorf("publish checkpoint %s: %w", out.Key, err)
+		}
+		have, gerr := store.GetCapped(ctx, st, out.Key, MaxCheckpointBytes)
+		if gerr != nil || store.SHA256Of(have) != out.SHA256 {
+			return nil, fmt.Errorf("publish checkpoint %s: %w (and the object there is not these bytes)", out.Key, err)
+		}
+		out.Reused = true
+		return out, pointBinding(ctx, st, b, bindingETag, out)
 	}
 	out.Published = true
 	return out, pointBinding(ctx, st, b, bindingETag, out)

@@ -59,8 +59,20 @@ func TestReplayExpiresProducersAtClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cp.Clock == nil || *cp.Clock != c1 {
-		t.Fatalf("checkpoint clock %v, want %v", cp.Clock, c1)
+	// It records the canonical clock of its state: the earliest that
+	// expires exactly 1 and 3 (their last timestamp t0 + one day), not the
+	// wall clock it ran at, so its bytes depend on its state only.
+	canon := state.Horizon(ms(0), state.DefaultProducerIDExpirationMs)
+	if cp.Clock == nil || *cp.Clock != canon || canon.NowMs != ms(24*time.Hour) {
+		t.Fatalf("checkpoint clock %v, want %v", cp.Clock, canon)
+	}
+	b2, etag2 := f.binding(t)
+	again1, err := CreateAt(ctx, f.st, b2, etag2, state.NewClock(t0.Add(47*time.Hour), 0), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again1.Key != cr.Key || again1.Published {
+		t.Fatalf("a create at another clock with the same outcome: key %s published %v, want %s reused", again1.Key, again1.Published, cr.Key)
 	}
 	if len(cp.State.Producers) != 1 || cp.State.Producers[2] == nil {
 		t.Fatalf("checkpoint producers %v, want only 2 (open transaction)", cp.State.SortedProducers())
@@ -73,8 +85,8 @@ func TestReplayExpiresProducersAtClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Chosen == nil || res.CheckpointClock != c1 {
-		t.Fatalf("chosen %v, checkpoint clock %v: want the checkpoint made at %v", res.Chosen, res.CheckpointClock, c1)
+	if res.Chosen == nil || res.CheckpointClock != canon {
+		t.Fatalf("chosen %v, checkpoint clock %v: want the checkpoint made at %v", res.Chosen, res.CheckpointClock, canon)
 	}
 	p := res.State
 	if len(p.Producers) != 3 || p.Producers[2] == nil || p.Producers[3] == nil || p.Producers[5] == nil {
@@ -106,12 +118,25 @@ func TestReplayExpiresProducersAtClock(t *testing.T) {
 	if full.Digest() != res.Digest() {
 		t.Fatalf("compare at the checkpoint's clock: full %s, checkpoint path %s", full.Digest(), res.Digest())
 	}
-	naive, err := Replay(ctx, f.st, b, Options{Full: true, Clock: c2})
+	// A plain full replay does the same by itself (the newest valid
+	// checkpoint's clock at its anchor), with no clock too.
+	auto, err := Replay(ctx, f.st, b, Options{Full: true, Clock: c2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if naive.Digest() == res.Digest() || len(naive.State.Producers[3].Batches) != 2 {
-		t.Fatal("the full replay without the checkpoint's clock should keep producer 3's first batch")
+	if auto.Digest() != res.Digest() || len(auto.State.Producers[3].Batches) != 1 {
+		t.Fatal("a full replay must expire at the checkpoint's anchor and clock")
+	}
+	cpNone, err := Replay(ctx, f.st, b, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fullNone, err := Replay(ctx, f.st, b, Options{Full: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cpNone.Digest() != fullNone.Digest() {
+		t.Fatal("with no clock, the checkpoint path and the full replay differ")
 	}
 	// No clock: nothing expires, and the checkpoint's own producers are
 	// what it holds.

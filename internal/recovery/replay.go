@@ -101,6 +101,13 @@ type Result struct {
 	// CheckpointClock is the clock the chosen checkpoint was made with
 	// (unset: it records none, or no checkpoint was chosen).
 	CheckpointClock state.Clock
+	// StateClock is the canonical expiration clock of the state
+	// (state.Horizon): the chosen checkpoint's, moved on by what this
+	// replay expired; unset when no expiration shaped it. A checkpoint
+	// made from this result records it.
+	StateClock state.Clock
+	latestExpired int64 // the latest lastTimestamp this replay expired
+	anyExpired    bool
 	// Expired lists the producers this replay dropped by expiration, at
 	// the checkpoint's load and at the end, ascending.
 	Expired []int64
@@ -132,6 +139,15 @@ type Options struct {
 	// skipped and why, a full replay because none could be used, a full
 	// replay that starts from the retention floor. nil logs nothing.
 	Log *slog.Logger
+}
+
+// expire drops the producers expired at c and notes them.
+func (r *Result) expire(part *state.Partition, c state.Clock) {
+	gone, latest := part.ExpireProducers(c)
+	r.Expired = append(r.Expired, gone...)
+	if len(gone) > 0 && (!r.anyExpired || latest > r.latestExpired) {
+		r.latestExpired, r.anyExpired = latest, true
+	}
 }
 
 // CheckpointClock is a checkpoint's anchor and the clock it was made with.
@@ -204,7 +220,7 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 		}
 		// ProducerStateManager.loadFromSnapshot: a producer expired at the
 		// clock is not loaded.
-		res.Expired = append(res.Expired, part.RemoveExpiredProducers(opt.Clock)...)
+		res.expire(part, opt.Clock)
 		res.HeadObject, res.HeadObjectSHA256 = cp.Anchor.ObjectKey, cp.Anchor.ObjectSHA256
 		_, lastGen = part.SealedEnd()
 		lastGen = max(lastGen, maxSourceGen(cp.Coverage.Sources))
@@ -281,12 +297,25 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 	if err != nil {
 		return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
 	}
+	ac := opt.AsOfCheckpoint
+	if opt.Full && ac == nil {
+		// A full replay expires, where the newest valid checkpoint is
+		// anchored, at the clock that checkpoint records, as the
+		// checkpoint path's state was: both paths give the same state.
+		_, chosen, cp, err := choose(ctx, st, b, h, lister, true, opt.MaxAnchor)
+		if err != nil {
+			return nil, err
+		}
+		if chosen >= 0 && cp.Clock != nil {
+			ac = &CheckpointClock{Anchor: cp.Anchor.Offset, Clock: *cp.Clock}
+		}
+	}
 	var at func(end int64)
-	if ac := opt.AsOfCheckpoint; ac != nil && ac.Anchor >= part.NextOffset {
+	if ac != nil && ac.Anchor >= part.NextOffset {
 		at = func(end int64) {
 			if end == ac.Anchor {
-				res.Expired = append(res.Expired, part.RemoveExpiredProducers(ac.Clock)...)
-				res.Expired = append(res.Expired, part.RemoveExpiredProducers(opt.Clock)...)
+				part.RemoveExpiredProducers(ac.Clock)
+				res.expire(part, opt.Clock)
 			}
 		}
 	}
@@ -301,9 +330,19 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 	part.ApplyLogStart(h.Trim)
 	// Producer expiration at the command's clock, on the state at the head
 	// (docs/kafka-retention-rules.md, "Producer expiration").
-	res.Expired = append(res.Expired, part.RemoveExpiredProducers(opt.Clock)...)
+	res.expire(part, opt.Clock)
 	slices.Sort(res.Expired)
 	res.Clock = opt.Clock
+	res.StateClock = res.CheckpointClock
+	if h := state.Horizon(res.latestExpired, opt.Clock.ExpirationMs); res.anyExpired && h.Set() {
+		// The threshold (clock − expiration) the state is expired to: the
+		// later of the checkpoint's and this replay's.
+		if c := res.CheckpointClock; !c.Set() || c.NowMs-c.ExpirationMs < h.NowMs-h.ExpirationMs {
+			res.StateClock = h
+		} else {
+			res.StateClock = state.Clock{NowMs: c.NowMs - c.ExpirationMs + h.ExpirationMs, ExpirationMs: h.ExpirationMs}
+		}
+	}
 	res.SameAsChosen = res.Chosen != nil && res.Tail.Batches == 0 && !res.Tail.changed && part.LogStart == startBefore && len(res.Expired) == 0
 	live := map[int64]bool{}
 	for _, sg := range part.Segments {

@@ -1,6 +1,9 @@
 package state
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // DefaultProducerIDExpirationMs is the default of Kafka's broker config
 // producer.id.expiration.ms (one day).
@@ -51,15 +54,38 @@ func (c Clock) IsProducerExpired(pr *Producer) bool {
 // dropped, so the ongoing transactions, the LSO and the aborted ranges are
 // untouched.
 func (p *Partition) RemoveExpiredProducers(c Clock) []int64 {
+	gone, _ := p.ExpireProducers(c)
+	return gone
+}
+
+// ExpireProducers is RemoveExpiredProducers that also returns the latest
+// lastTimestamp among the producers it dropped (NoTimestamp-1 when none):
+// the state after it is the same at every clock from that timestamp +
+// expiration on, up to the next producer's expiry (Horizon).
+func (p *Partition) ExpireProducers(c Clock) (gone []int64, latest int64) {
+	latest = math.MinInt64
 	if !c.Set() {
-		return nil
+		return nil, latest
 	}
-	var gone []int64
 	for _, pr := range p.SortedProducers() {
 		if c.IsProducerExpired(pr) {
 			delete(p.Producers, pr.ID)
 			gone = append(gone, pr.ID)
+			latest = max(latest, pr.LastTimestamp)
 		}
 	}
-	return gone
+	return gone, latest
+}
+
+// Horizon is the canonical clock of a state expired at some clock with
+// expiration ms, given the latest lastTimestamp it dropped: the earliest
+// clock that drops exactly those producers (latest + expiration). A
+// checkpoint records it instead of the wall clock it was made at, so two
+// checkpoints of the same state are the same bytes; expiring the
+// unexpired state at it drops exactly what the clock dropped.
+func Horizon(latest, expirationMs int64) Clock {
+	if latest == math.MinInt64 || expirationMs <= 0 {
+		return Clock{}
+	}
+	return Clock{NowMs: max(latest+expirationMs, 1), ExpirationMs: expirationMs}
 }

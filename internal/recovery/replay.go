@@ -105,7 +105,7 @@ type Result struct {
 	// (state.Horizon): the chosen checkpoint's, moved on by what this
 	// replay expired; unset when no expiration shaped it. A checkpoint
 	// made from this result records it.
-	StateClock state.Clock
+	StateClock    state.Clock
 	latestExpired int64 // the latest lastTimestamp this replay expired
 	anyExpired    bool
 	// Expired lists the producers this replay dropped by expiration, at

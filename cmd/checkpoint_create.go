@@ -10,6 +10,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/fleet"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
+	"github.com/nereusctl/nereusctl/internal/state"
 	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/verify"
 )
@@ -17,6 +18,7 @@ import (
 type checkpointCreateOptions struct {
 	sel    partitionSel
 	dryRun bool
+	clock  clockFlags
 }
 
 func newCheckpointCreateCmd(g *globals) *cobra.Command {
@@ -29,6 +31,11 @@ head, publish a new NKC1 checkpoint (IfAbsent) and CAS the binding's
 checkpoint_ref to it. With nothing new since the newest checkpoint, no
 object is written. --dry-run prints what would be written and writes nothing.
 
+Producers idle for --producer-id-expiration-ms at the --now clock (default:
+the wall clock) with no open transaction are dropped, as Kafka's
+ProducerStateManager.removeExpiredProducers does; the checkpoint records
+that clock (NKC1 section clock, docs/formats/nkc1.md).
+
 With --all every partition is tried: one that fails (a binding that does not
 decode, a blocked coordinator, corrupt data) is a row with its error and the
 others are still done; the exit status is the worst over the partitions.` + exitStatusHelp("3 when a partition's binding, head or data is corrupt", "4 when a partition is blocked (its lease held by another job past --lease-wait, naming the holder)"),
@@ -36,6 +43,10 @@ others are still done; the exit status is the worst over the partitions.` + exit
   nereusctl checkpoint create --all --shard 0/4`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			clock, err := o.clock.clock()
+			if err != nil {
+				return err
+			}
 			st, err := g.store(ctx)
 			if err != nil {
 				return err
@@ -60,13 +71,13 @@ others are still done; the exit status is the worst over the partitions.` + exit
 				var r *recovery.CreateResult
 				var err error
 				if o.dryRun {
-					r, err = checkpointCreateOne(ctx, st, tp, true)
+					r, err = checkpointCreateOne(ctx, st, tp, clock, true)
 				} else {
 					// The partition's lease while its checkpoint is
 					// published and its binding CASed (a held one:
 					// this partition is exit 4, the others go on).
 					err = g.withPartition(ctx, st, tp, func(ctx context.Context) error {
-						r, err = checkpointCreateOne(ctx, st, tp, false)
+						r, err = checkpointCreateOne(ctx, st, tp, clock, false)
 						return err
 					})
 				}
@@ -121,6 +132,7 @@ others are still done; the exit status is the worst over the partitions.` + exit
 	}
 	o.sel.addFlags(c, true)
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "print what would be written; write nothing")
+	o.clock.add(c, true)
 	return c
 }
 
@@ -142,7 +154,7 @@ type checkpointCreatePartitionJSON struct {
 	Error       string                 `json:"error,omitempty"`
 }
 
-func checkpointCreateOne(ctx context.Context, st store.Store, tp layout.TopicPartition, dryRun bool) (*recovery.CreateResult, error) {
+func checkpointCreateOne(ctx context.Context, st store.Store, tp layout.TopicPartition, clock state.Clock, dryRun bool) (*recovery.CreateResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -153,7 +165,7 @@ func checkpointCreateOne(ctx context.Context, st store.Store, tp layout.TopicPar
 	if _, _, err := verify.LoadHead(ctx, st, b.StreamID); verify.IsMalformed(err) {
 		return nil, exitcode.VerifyErr(fmt.Errorf("checkpoint create %s: stream head: %w", tp, err))
 	}
-	r, err := recovery.Create(ctx, st, b, etag, dryRun)
+	r, err := recovery.CreateAt(ctx, st, b, etag, clock, dryRun)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint create %s: %w", tp, err)
 	}

@@ -27,7 +27,8 @@ func newCheckpointInspectCmd(g *globals) *cobra.Command {
 		Short: "Show every section of a checkpoint in readable form",
 		Long: `Show a checkpoint's header, section table, root and every section (anchor,
 producers, transactions, aborted ranges, leader epochs, virtual segments,
-indexes, coverage, binding reference) in readable form. By default the
+indexes, coverage, binding reference, and the clock producer expiration
+was applied at when the checkpoint records one) in readable form. By default the
 partition's referenced checkpoint; --key names another one; --file reads a
 local copy (no store needed). --section shows one section only, decoding no
 other.` + exitStatusHelp("3 when the checkpoint or the section is corrupt"),
@@ -47,7 +48,7 @@ other.` + exitStatusHelp("3 when the checkpoint or the section is corrupt"),
 	}
 	c.Flags().StringVar(&o.key, "key", "", "checkpoint object key (default: the binding's checkpoint_ref, else the newest)")
 	c.Flags().StringVar(&o.file, "file", "", "read a local NKC1 file instead of the store")
-	c.Flags().StringVar(&o.section, "section", "", "show only this section: anchor, producers, transactions, aborted, epochs, segments, indexes, coverage, binding")
+	c.Flags().StringVar(&o.section, "section", "", "show only this section: anchor, producers, transactions, aborted, epochs, segments, indexes, coverage, binding, clock (when the checkpoint has one)")
 	return c
 }
 

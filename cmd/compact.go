@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -68,13 +67,9 @@ partitions.` + exitStatusHelp("4 when the partition's coverage is QUARANTINED (r
 
 func runCompact(cmd *cobra.Command, g *globals, o *compactOptions, args []string) error {
 	ctx := cmd.Context()
-	now := time.Now()
-	if o.now != "" {
-		t, err := time.Parse(time.RFC3339, o.now)
-		if err != nil {
-			return exitcode.UsageErr(fmt.Errorf("--now %q: want RFC3339", o.now))
-		}
-		now = t
+	now, _, err := parseNow(o.now)
+	if err != nil {
+		return err
 	}
 	maxMem, err := parseBytes(o.maxMemory)
 	if err != nil || maxMem < 1024 {

@@ -3,7 +3,6 @@ package cmd
 import (
 	"fmt"
 	"sort"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,6 +15,7 @@ type deleteRecordsOptions struct {
 	dryRun bool
 	yes    bool
 	strict bool
+	clock  clockFlags
 }
 
 func newDeleteRecordsCmd(g *globals) *cobra.Command {
@@ -54,6 +54,14 @@ anything; otherwise it is refused with exit 2 and nothing is trimmed.` + exitSta
 			if o.file == "" {
 				return exitcode.UsageErr(fmt.Errorf("--offset-json-file is required"))
 			}
+			now, _, err := parseNow(o.clock.now)
+			if err != nil {
+				return err
+			}
+			clock, err := o.clock.clockAt(now)
+			if err != nil {
+				return err
+			}
 			data, err := readCappedFile(o.file, retention.MaxOffsetJSONBytes)
 			if err != nil {
 				return exitcode.UsageErr(err)
@@ -67,7 +75,7 @@ anything; otherwise it is refused with exit 2 and nothing is trimmed.` + exitSta
 			if err != nil {
 				return err
 			}
-			nowMs := time.Now().UnixMilli()
+			nowMs := now.UnixMilli()
 			var confirmed fullTrims
 			if !o.dryRun && !o.yes {
 				// Plan every partition first: trims that remove every
@@ -75,7 +83,7 @@ anything; otherwise it is refused with exit 2 and nothing is trimmed.` + exitSta
 				var full []string
 				for _, t := range targets {
 					off := t.Offset
-					r := retention.RunPartition(ctx, st, retention.Request{TP: t.TP, DeleteRecords: &off, NowMs: nowMs, PlanOnly: true})
+					r := retention.RunPartition(ctx, st, retention.Request{TP: t.TP, DeleteRecords: &off, NowMs: nowMs, Clock: clock, PlanOnly: true})
 					if ctx.Err() != nil {
 						return ctx.Err()
 					}
@@ -94,7 +102,7 @@ anything; otherwise it is refused with exit 2 and nothing is trimmed.` + exitSta
 			var rs []*retention.Result
 			for _, t := range targets {
 				off := t.Offset
-				req := retention.Request{TP: t.TP, DeleteRecords: &off, NowMs: nowMs, DryRun: o.dryRun, Hooks: crashHooks()}
+				req := retention.Request{TP: t.TP, DeleteRecords: &off, NowMs: nowMs, Clock: clock, DryRun: o.dryRun, Hooks: crashHooks()}
 				if confirmed != nil {
 					req.ConfirmFull = confirmed.check
 				}
@@ -110,6 +118,7 @@ anything; otherwise it is refused with exit 2 and nothing is trimmed.` + exitSta
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the outcome per partition; write nothing")
 	c.Flags().BoolVar(&o.yes, "yes", false, "trim partitions whose every record goes (offset -1 or the HW) without asking")
 	c.Flags().BoolVar(&o.strict, "strict", false, "exit 1 when any partition reports an error (kafka-delete-records.sh exits 0; for cron)")
+	o.clock.add(c, true)
 	return c
 }
 

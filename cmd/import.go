@@ -38,6 +38,7 @@ type importOptions struct {
 	partition   int64
 	topicConfig []string
 	configFile  string
+	clock       clockFlags
 }
 
 func (o *importOptions) addFlags(c *cobra.Command) {
@@ -51,6 +52,8 @@ func (o *importOptions) addFlags(c *cobra.Command) {
 	f.BoolVar(&o.DryRun, "dry-run", false, "read, recover and report, but write nothing")
 	f.BoolVar(&o.Recover, "recover", false, "recover as Kafka's log loader does after an unclean shutdown: truncate each segment from the recovery point on at its first invalid batch (CRC, garbage, torn), drop the segments after it, report every byte dropped")
 	f.Int64Var(&o.MaxSegmentBytes, "max-segment-bytes", importer.DefaultMaxSegmentBytes, "refuse a .log file larger than this")
+	o.clock.add(c, true)
+	f.BoolVar(&o.IgnoreSnapshots, "ignore-snapshots", false, "import without the broker's producer snapshots (.snapshot files): producers whose batches are gone are not imported")
 }
 
 func (o *importOptions) validate(c *cobra.Command) error {
@@ -73,6 +76,12 @@ func (o *importOptions) validate(c *cobra.Command) error {
 	if o.MaxSegmentBytes <= 0 {
 		return exitcode.UsageErr(fmt.Errorf("--max-segment-bytes %d: want > 0", o.MaxSegmentBytes))
 	}
+	// The import clock: producer snapshots are loaded at it.
+	clock, err := o.clock.clock()
+	if err != nil {
+		return err
+	}
+	o.Now, o.ProducerIDExpirationMs = clock.Time(), clock.ExpirationMs
 	kvs, err := retention.ParseKV(o.topicConfig)
 	if err != nil {
 		return exitcode.Wrap(exitcode.Usage, fmt.Errorf("import kafka-log: --topic-config: %w", err), topicConfigHint)
@@ -130,6 +139,15 @@ reproduce the state derived from the files before the binding is created.
 The partition's leader-epoch-checkpoint is compared with the replayed
 leader epochs: match, explained (e.g. the first batches of an epoch were
 compacted away) or differ.
+
+Producers whose batches are gone are known only from the broker's producer
+snapshot (NNNNNNNNNNNNNNNNNNNN.snapshot): import hydrates them from the
+newest snapshot at or below the stream's first offset, drops those expired
+at --now (producer.id.expiration.ms, --producer-id-expiration-ms), replays
+the segments on top and writes the state as the stream's first checkpoint
+(docs/kafka-retention-rules.md §16.1). A directory with a snapshot but no
+segment file imports as an empty log. A corrupt snapshot is exit 3 naming
+the file; --ignore-snapshots imports without snapshots.
 
 The binding's config snapshot is what retention and compaction plan with,
 so import never invents a retention policy. Give the topic's config with
@@ -437,6 +455,11 @@ type importJSON struct {
 }
 
 func importErr(err error) error {
+	if exitcode.HintOf(err) != "" {
+		// The importer named the way out already (a corrupt producer
+		// snapshot: --ignore-snapshots).
+		return err
+	}
 	switch {
 	case errors.Is(err, retention.ErrBadTopicConfig):
 		return exitcode.Wrap(exitcode.Usage, err, topicConfigHint)
@@ -482,6 +505,15 @@ func renderImport(w io.Writer, r *importer.Result) error {
 	fmt.Fprintf(w, "Leader epochs: %s (leader-epoch-checkpoint: %s; derived by %s: %s)\n", e.Status, importer.EpochsText(e.Checkpoint), e.Source, importer.EpochsText(e.Derived))
 	for _, n := range e.Notes {
 		fmt.Fprintf(w, "  %s\n", n)
+	}
+	if sn := r.Snapshot; sn != nil {
+		fmt.Fprintf(w, "Producer snapshot: %s (offset %d): %d producers, %d expired at %s (producer.id.expiration.ms %d), %d hydrated", sn.File, sn.Offset, sn.Entries, sn.Expired, sn.Clock, sn.ExpirationMs, sn.Producers)
+		if sn.Checkpoint != "" {
+			fmt.Fprintf(w, " into %s", sn.Checkpoint)
+		}
+		fmt.Fprintln(w)
+	} else {
+		fmt.Fprintln(w, "Producer snapshot: none used")
 	}
 	fmt.Fprintf(w, "Imported bytes: sha256 %s\n", r.SHA256)
 	fmt.Fprintf(w, "State digest: %s\n", r.StateDigest)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -16,6 +17,7 @@ import (
 
 type replayOptions struct {
 	full, compare, verifyCRC bool
+	clock                    clockFlags
 }
 
 func newReplayCmd(g *globals) *cobra.Command {
@@ -40,7 +42,17 @@ are all there: a missing one is data loss (exit 3, naming the missing
 offsets), never taken for gc. Every batch CRC-32C is verified before the
 batch is applied, and every sealed object's size and CRC-32C against its
 COMMITTED manifest; --verify-crc is accepted for compatibility and changes
-nothing.` + exitStatusHelp("3 missing objects between the trim and the head, a corrupt object or batch (CRC), or with --compare: the checkpoint path and the full replay disagree"),
+nothing.
+
+Producer expiration (Kafka's producer.id.expiration.ms) is decided at an
+explicit clock, --now (default: the wall clock): a producer with no open
+transaction whose last timestamp is --producer-id-expiration-ms or more
+before it is dropped when a checkpoint is hydrated and from the state at
+the head (docs/kafka-retention-rules.md, "Producer expiration"). The same
+clock gives the same state digest. --compare runs the full replay at the
+same clock and also expires at the chosen checkpoint's anchor with the
+clock that checkpoint was made with, so both sides apply the same clocks
+at the same offsets.` + exitStatusHelp("3 missing objects between the trim and the head, a corrupt object or batch (CRC), or with --compare: the checkpoint path and the full replay disagree"),
 		Example: `  nereusctl replay payments-0
   nereusctl replay payments-0 --compare -o json`,
 		Args: exactArgs(1),
@@ -54,6 +66,7 @@ nothing.` + exitStatusHelp("3 missing objects between the trim and the head, a c
 	c.Flags().BoolVar(&o.full, "full", false, "ignore checkpoints: replay from the first offset")
 	c.Flags().BoolVar(&o.compare, "compare", false, "run the checkpoint path and a full replay; exit 3 unless the digests match")
 	c.Flags().BoolVar(&o.verifyCRC, "verify-crc", false, "no-op, kept for compatibility: every batch CRC is always verified")
+	o.clock.add(c, true)
 	return c
 }
 
@@ -63,17 +76,25 @@ func runReplay(cmd *cobra.Command, g *globals, o *replayOptions, arg string) err
 	if err != nil {
 		return err
 	}
+	clock, err := o.clock.clock()
+	if err != nil {
+		return err
+	}
 	b, _, err := loadBinding(ctx, st, arg)
 	if err != nil {
 		return err
 	}
-	res, err := recovery.Replay(ctx, st, b, recovery.Options{Full: o.full, Log: g.log})
+	res, err := recovery.Replay(ctx, st, b, recovery.Options{Full: o.full, Log: g.log, Clock: clock})
 	if err != nil {
 		return replayDataLoss(g, b, err)
 	}
 	var full *recovery.Result
 	if o.compare {
-		if full, err = recovery.Replay(ctx, st, b, recovery.Options{Full: true, Log: g.log}); err != nil {
+		fo := recovery.Options{Full: true, Log: g.log, Clock: clock}
+		if res.Chosen != nil {
+			fo.AsOfCheckpoint = &recovery.CheckpointClock{Anchor: res.Chosen.Anchor, Clock: res.CheckpointClock}
+		}
+		if full, err = recovery.Replay(ctx, st, b, fo); err != nil {
 			return replayDataLoss(g, b, fmt.Errorf("full replay: %w", err))
 		}
 	}
@@ -149,6 +170,7 @@ type replayDoc struct {
 	LSO              int64                `json:"lso"`
 	Trim             int64                `json:"trim"`
 	StateDigest      string               `json:"state_digest"`
+	Clock            clockJSON            `json:"clock"`
 	Producers        []producerJSON       `json:"producers"`
 	OpenTransactions []state.Txn          `json:"open_transactions"`
 	Aborted          []state.AbortedTxn   `json:"aborted"`
@@ -181,7 +203,7 @@ type producerJSON struct {
 	OffsetDelta      int32             `json:"offset_delta"`
 	LastTimestamp    int64             `json:"last_timestamp"`
 	CoordinatorEpoch int32             `json:"coordinator_epoch"`
-	TxnFirstOffset   *int64            `json:"txn_first_offset"`
+	TxnFirstOffset   int64             `json:"txn_first_offset"` // -1: no ongoing transaction, as in Kafka's snapshot
 	Batches          []state.BatchMeta `json:"batches"`
 }
 
@@ -189,11 +211,7 @@ func replayJSON(res, full *recovery.Result) replayDoc {
 	p := res.State
 	prods := make([]producerJSON, 0, len(p.Producers))
 	for _, pr := range p.SortedProducers() {
-		j := producerJSON{ProducerID: pr.ID, Epoch: pr.Epoch, LastSequence: pr.LastSeq(), LastOffset: pr.LastOffset(), OffsetDelta: pr.LastOffsetDelta(), LastTimestamp: pr.LastTimestamp, CoordinatorEpoch: pr.CoordinatorEpoch, Batches: pr.Batches}
-		if pr.TxnFirstOffset >= 0 {
-			v := pr.TxnFirstOffset
-			j.TxnFirstOffset = &v
-		}
+		j := producerJSON{ProducerID: pr.ID, Epoch: pr.Epoch, LastSequence: pr.LastSeq(), LastOffset: pr.LastOffset(), OffsetDelta: pr.LastOffsetDelta(), LastTimestamp: pr.LastTimestamp, CoordinatorEpoch: pr.CoordinatorEpoch, TxnFirstOffset: pr.TxnFirstOffset, Batches: pr.Batches}
 		if j.Batches == nil {
 			j.Batches = []state.BatchMeta{}
 		}
@@ -228,6 +246,7 @@ func replayJSON(res, full *recovery.Result) replayDoc {
 		LSO:              p.LSO(),
 		Trim:             res.Head.Trim,
 		StateDigest:      res.Digest(),
+		Clock:            clockOf(res),
 		Producers:        prods,
 		OpenTransactions: nonNil(p.SortedOngoing()),
 		Aborted:          nonNil(p.Aborted),
@@ -237,6 +256,28 @@ func replayJSON(res, full *recovery.Result) replayDoc {
 	if full != nil {
 		d, tail, match, floor := full.Digest(), full.Tail, full.Digest() == res.Digest(), full.Floor
 		out.FullStateDigest, out.FullTail, out.DigestsMatch, out.FullRetentionFloor = &d, &tail, &match, &floor
+	}
+	return out
+}
+
+// clockJSON is replay's clock: the producer-expiration clock the state is
+// at, the producers it dropped, and the clock of the chosen checkpoint.
+type clockJSON struct {
+	Now                    *string `json:"now"` // RFC3339; null: no expiration applied
+	ProducerIDExpirationMs int64   `json:"producer_id_expiration_ms"`
+	ExpiredProducers       []int64 `json:"expired_producers"`
+	CheckpointClock        *string `json:"checkpoint_clock"` // null: none chosen, or it records none
+}
+
+func clockOf(res *recovery.Result) clockJSON {
+	out := clockJSON{ProducerIDExpirationMs: res.Clock.ExpirationMs, ExpiredProducers: nonNil(res.Expired)}
+	if res.Clock.Set() {
+		v := res.Clock.Time().Format(time.RFC3339Nano)
+		out.Now = &v
+	}
+	if res.CheckpointClock.Set() {
+		v := res.CheckpointClock.Time().Format(time.RFC3339Nano)
+		out.CheckpointClock = &v
 	}
 	return out
 }
@@ -253,6 +294,8 @@ func renderReplay(w io.Writer, res, full *recovery.Result) error {
 	fmt.Fprintf(w, "Partition %s (stream %s)\n", res.Binding.Name(), res.Binding.StreamID)
 	if res.Full && res.Floor {
 		fmt.Fprintf(w, "Checkpoint: %s (anchor %d): the retention floor; the objects below the first retained one (all under the durable trim %d) were removed by gc, so a full replay starts here\n", res.Chosen.Key, res.Chosen.Anchor, res.Head.Trim)
+	} else if res.Full && res.Genesis {
+		fmt.Fprintf(w, "Checkpoint: %s (anchor %d): the stream's first offset; it holds the state from before it (producers of a broker snapshot at import), so a full replay starts here\n", res.Chosen.Key, res.Chosen.Anchor)
 	} else if res.Full {
 		fmt.Fprintf(w, "Checkpoint: none (full replay requested)\n")
 	} else if res.Chosen == nil {
@@ -270,6 +313,13 @@ func renderReplay(w io.Writer, res, full *recovery.Result) error {
 	fmt.Fprintf(w, "State: log start %d, HW %d, LSO %d, trim %d\n", p.LogStart, p.HW(), p.LSO(), res.Head.Trim)
 	fmt.Fprintf(w, "       %d producers, %d open transactions, %d aborted ranges, %d leader epochs, %d segments\n",
 		len(p.Producers), len(p.Ongoing), len(p.Aborted), len(p.Epochs), len(p.Segments))
+	if res.Clock.Set() {
+		cp := ""
+		if res.CheckpointClock.Set() {
+			cp = fmt.Sprintf("; checkpoint made at %s", res.CheckpointClock.Time().Format(time.RFC3339Nano))
+		}
+		fmt.Fprintf(w, "Clock: %s, producer.id.expiration.ms %d: %d producers expired%s\n", res.Clock.Time().Format(time.RFC3339Nano), res.Clock.ExpirationMs, len(res.Expired), cp)
+	}
 	fmt.Fprintf(w, "State digest: %s\n", res.Digest())
 	if full != nil {
 		verdict := "MATCH"

@@ -32,6 +32,7 @@ type retentionRunOptions struct {
 	yes          bool
 	restart      bool
 	now          string
+	clock        clockFlags
 	progressFile string
 	metricsFile  string
 	leaseTTL     time.Duration
@@ -87,7 +88,8 @@ same command to resume.` + exitStatusHelp("1 unless every partition succeeded", 
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the plan for every partition; write nothing")
 	c.Flags().BoolVar(&o.yes, "yes", false, "trim partitions whose every record expired without asking (cron jobs)")
 	c.Flags().BoolVar(&o.restart, "restart", false, "discard the progress file of an interrupted run and plan every partition again")
-	c.Flags().StringVar(&o.now, "now", "", "the time retention.ms is measured against (RFC3339; default: now)")
+	c.Flags().StringVar(&o.now, "now", "", "the time retention.ms and producer expiration are measured against (RFC3339; default: now)")
+	o.clock.add(c, false)
 	c.Flags().StringVar(&o.progressFile, "progress-file", "", "local progress file (default: under $XDG_STATE_HOME/nereusctl, one per store)")
 	c.Flags().StringVar(&o.metricsFile, "metrics-file", "", "write Prometheus text-format metrics to this file (its folder must exist)")
 	c.Flags().DurationVar(&o.leaseTTL, "lease-ttl", 10*time.Minute, "how long the store lease lasts between renewals")
@@ -96,13 +98,13 @@ same command to resume.` + exitStatusHelp("1 unless every partition succeeded", 
 
 func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args []string) error {
 	ctx := cmd.Context()
-	now, nowExplicit := time.Now(), false
-	if o.now != "" {
-		t, err := time.Parse(time.RFC3339, o.now)
-		if err != nil {
-			return exitcode.UsageErr(fmt.Errorf("--now %q: want RFC3339, e.g. 2026-11-29T03:00:00Z", o.now))
-		}
-		now, nowExplicit = t, true
+	now, nowExplicit, err := parseNow(o.now)
+	if err != nil {
+		return err
+	}
+	clock, err := o.clock.clockAt(now)
+	if err != nil {
+		return err
 	}
 	if o.leaseTTL < time.Second {
 		return exitcode.UsageErr(fmt.Errorf("--lease-ttl %s: want at least 1s", o.leaseTTL))
@@ -137,7 +139,8 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 	}
 	opts := retention.JobOptions{
 		Partitions: tps, Selection: selection, Now: now, NowExplicit: nowExplicit, DryRun: o.dryRun,
-		ProgressFile: progress, StoreID: storeID, Holder: lease.Holder(), Restart: o.restart,
+		ProducerIDExpirationMs: clock.ExpirationMs,
+		ProgressFile:           progress, StoreID: storeID, Holder: lease.Holder(), Restart: o.restart,
 		LeaseTTL: o.leaseTTL, Hooks: crashHooks(), Log: g.log,
 	}
 	if !o.dryRun && !o.yes {

@@ -16,6 +16,7 @@ import (
 type statusOptions struct {
 	sel   partitionSel
 	drawn bool
+	clock clockFlags
 }
 
 func newStatusCmd(g *globals) *cobra.Command {
@@ -51,11 +52,21 @@ store.` + exitStatusHelp("1 when no partitions are named and the store has no bi
 	}
 	c.Flags().BoolVar(&o.sel.allowEmpty, "allow-empty", false, "succeed on a store with no bindings (default: exit 1, a mistyped --store finds none)")
 	c.Flags().BoolVar(&o.drawn, "map", false, "draw each partition's offset line: log start, compacted coverage, checkpoints, LSO, head")
+	o.clock.add(c, true)
 	return c
 }
 
 func runStatus(cmd *cobra.Command, g *globals, o *statusOptions, args []string) error {
 	ctx := cmd.Context()
+	// --now: producer expiration and the checkpoint ages (default: now).
+	now, _, err := parseNow(o.clock.now)
+	if err != nil {
+		return err
+	}
+	clock, err := o.clock.clockAt(now)
+	if err != nil {
+		return err
+	}
 	st, err := g.store(ctx)
 	if err != nil {
 		return err
@@ -80,7 +91,7 @@ func runStatus(cmd *cobra.Command, g *globals, o *statusOptions, args []string) 
 			tps = []layout.TopicPartition{}
 		}
 	}
-	rows, err := status.Collect(ctx, st, tps, time.Now(), g.parallel())
+	rows, err := status.CollectAt(ctx, st, tps, now, clock, g.parallel())
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -20,6 +19,7 @@ type trimOptions struct {
 	to     int64
 	dryRun bool
 	yes    bool
+	clock  clockFlags
 }
 
 func newTrimCmd(g *globals) *cobra.Command {
@@ -56,6 +56,14 @@ with exit 2 and nothing is written.` + exitStatusHelp("1 when the request is ref
 			if !cmd.Flags().Changed("to") {
 				return exitcode.UsageErr(fmt.Errorf("--to OFFSET is required (-1 for the HW)"))
 			}
+			now, _, err := parseNow(o.clock.now)
+			if err != nil {
+				return err
+			}
+			clock, err := o.clock.clockAt(now)
+			if err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			st, err := g.store(ctx)
 			if err != nil {
@@ -66,7 +74,7 @@ with exit 2 and nothing is written.` + exitStatusHelp("1 when the request is ref
 				return exitcode.UsageErr(fmt.Errorf("partition %q: %w", args[0], err))
 			}
 			to := o.to
-			req := retention.Request{TP: tp, DeleteRecords: &to, NowMs: time.Now().UnixMilli(), DryRun: o.dryRun, Hooks: crashHooks()}
+			req := retention.Request{TP: tp, DeleteRecords: &to, NowMs: now.UnixMilli(), Clock: clock, DryRun: o.dryRun, Hooks: crashHooks()}
 			if !o.dryRun && !o.yes {
 				req.ConfirmFull = func(r *retention.Result) error {
 					c, err := confirmFull(g, "trim", []string{fmt.Sprintf("%s-%d (log start %d -> HW %d)", r.Topic, r.Partition, r.CurrentLogStart, r.HW)})
@@ -83,6 +91,7 @@ with exit 2 and nothing is written.` + exitStatusHelp("1 when the request is ref
 	c.Flags().Int64Var(&o.to, "to", 0, "the new log start offset (-1: the HW)")
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the plan; write nothing")
 	c.Flags().BoolVar(&o.yes, "yes", false, "remove every record without asking when the new log start is the HW")
+	o.clock.add(c, true)
 	return c
 }
 

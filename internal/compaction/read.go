@@ -29,6 +29,10 @@ type Record struct {
 	Headers         []kafka.RecordHeader `json:"headers,omitempty"`
 	FromView        bool                 `json:"from_view"`
 	DeleteHorizonMs int64                `json:"delete_horizon_ms"`
+	// Sequence is the record's producer sequence (its batch's base
+	// sequence + offset delta, wrapping as Kafka's); -1 for a record with
+	// no producer and for a view record (NTC2 keeps no batch structure).
+	Sequence int32 `json:"sequence"`
 }
 
 // ReadInfo describes the view a read served.
@@ -104,7 +108,7 @@ func Read(ctx context.Context, st store.Store, b *layout.Binding, from int64, fn
 				if r.Offset < at || r.Offset >= info.LSO {
 					continue
 				}
-				if err := fn(Record{Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value, Headers: r.Headers, DeleteHorizonMs: h.DeleteHorizonMs()}); err != nil {
+				if err := fn(Record{Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value, Headers: r.Headers, DeleteHorizonMs: h.DeleteHorizonMs(), Sequence: h.RecordSequence(r.OffsetDelta)}); err != nil {
 					return err
 				}
 			}
@@ -160,7 +164,7 @@ func readView(ctx context.Context, st store.Store, b *layout.Binding, at int64, 
 				if row.Offset < at || row.Offset >= b.Coverage.End {
 					return nil
 				}
-				return fn(Record{Offset: row.Offset, Timestamp: row.Timestamp, Key: row.Key, Value: row.Value, Headers: row.Headers, FromView: true, DeleteHorizonMs: row.DeleteHorizonMs})
+				return fn(Record{Offset: row.Offset, Timestamp: row.Timestamp, Key: row.Key, Value: row.Value, Headers: row.Headers, FromView: true, DeleteHorizonMs: row.DeleteHorizonMs, Sequence: -1})
 			})
 			if err != nil {
 				return err

@@ -18,7 +18,9 @@ func (errFull) Error() string { return "count reached" }
 // returns, one record line each: the compacted prefix from the NTC2 view
 // (batch structure is gone there, so there are no batch lines), then the
 // COMMITTED tail with aborted data and control records filtered, up to the
-// LSO. It refuses a partition under QUARANTINED coverage.
+// LSO. A tail record shows its real producer sequence (as kafka-dump-log
+// does: the batch's base sequence + its offset delta); a view record -1,
+// the compacted view keeping no batch structure. It refuses a partition under QUARANTINED coverage.
 func RunView(ctx context.Context, st store.Store, b *layout.Binding, opt Options, emit func(Line) error) (*compaction.ReadInfo, int64, error) {
 	var n int64
 	from := max(opt.From, 0)
@@ -29,7 +31,7 @@ func RunView(ctx context.Context, st store.Store, b *layout.Binding, opt Options
 		n++
 		l := &RecordLine{
 			Type: "record", Offset: r.Offset, Timestamp: r.Timestamp, TimestampType: "CreateTime",
-			KeySize: nullableLen(r.Key), ValueSize: nullableLen(r.Value), Sequence: -1,
+			KeySize: nullableLen(r.Key), ValueSize: nullableLen(r.Value), Sequence: r.Sequence,
 			Key: r.Key, Value: r.Value, Headers: []Header{}, Source: "committed",
 			printData: opt.PrintData,
 		}

@@ -47,6 +47,7 @@ type plan struct {
 	kafkaEnd int64 // Kafka's log end offset: dataEnd, or an empty last segment's base
 	digest   string
 	part     *state.Partition
+	hyd      *hydration // the producer snapshot, nil when none
 	covered  []offRange // offsets held by batches, merged
 }
 
@@ -66,7 +67,7 @@ type offRange struct{ from, to int64 }
 // is reported.
 func analyze(segs []segmentFile, res *Result, opt Options, recoveryPoint int64) (*plan, error) {
 	p := &plan{start: segs[0].base}
-	p.part = state.New(p.start)
+	p.part = opt.hyd.seed(p.start) // the producer snapshot's state, if any (snapshot.go)
 	expect := p.start
 	digest := sha256.New()
 	gen := int64(0)

@@ -38,6 +38,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
@@ -108,6 +109,14 @@ type Options struct {
 	// Progress, when set, is told the segment bytes written (or found
 	// already written by an interrupted import) as they go.
 	Progress func(n int64)
+	// Now is the import clock producer snapshots are loaded at, and
+	// ProducerIDExpirationMs producer.id.expiration.ms (0: Kafka's
+	// default); IgnoreSnapshots imports without them (snapshot.go).
+	Now                    time.Time
+	ProducerIDExpirationMs int64
+	IgnoreSnapshots        bool
+	// hyd is the snapshot chosen by Run, seeding analyze's state.
+	hyd *hydration
 }
 
 // SegmentReport says what one segment file gave.
@@ -193,13 +202,15 @@ type Result struct {
 	StateDigest string     `json:"state_digest"`
 	// HeadDoc is the stream head as written (nil on a dry run).
 	HeadDoc *layout.Head `json:"stream_head"`
-	Notes   []string     `json:"notes"`
 
 	// Recover: --recover was given. RecoveryPoint is the offset Kafka's
 	// recovery starts from (recovery-point-offset-checkpoint; 0 without
 	// one, or without --recover).
 	Recover       bool  `json:"recover"`
 	RecoveryPoint int64 `json:"recovery_point"`
+	// Snapshot is what the producer snapshot gave (null: none used).
+	Snapshot *SnapshotReport `json:"producer_snapshot"`
+	Notes    []string        `json:"notes"`
 }
 
 // Run imports opt.Dir into st: Prepare, then (*Import).Run.
@@ -268,7 +279,11 @@ func Prepare(opt Options) (*Import, error) {
 		return nil, fmt.Errorf("import kafka-log %s: %w", name, err)
 	}
 	if len(segs) == 0 {
-		return nil, refused("import kafka-log %s: no segment files (*.log) in %s", name, dir)
+		// A log whose every segment is gone but whose producer snapshot
+		// remains (snapshot.go) imports as an empty log.
+		if snaps, err := listSnapshots(dir); err != nil || len(snaps) == 0 || opt.IgnoreSnapshots {
+			return nil, refused("import kafka-log %s: no segment files (*.log) in %s", name, dir)
+		}
 	}
 	return &Import{opt: opt, dir: dir, topic: topic, partition: partition, cfg: cfg, cfgSource: source, defaulted: defaulted,
 		segs: segs, notes: append(cfgNotes, notes...)}, nil
@@ -315,7 +330,7 @@ func (im *Import) Run(ctx context.Context, st store.Store) (*Result, error) {
 		}
 		res.RecoveryPoint = rp
 	}
-	p, err := analyze(segs, res, opt, res.RecoveryPoint)
+	p, err := hydrateAndAnalyze(dir, topic, partition, segs, res, opt)
 	if err != nil {
 		return nil, fmt.Errorf("import kafka-log %s: %w", name, err)
 	}
@@ -374,6 +389,9 @@ func (im *Import) Run(ctx context.Context, st store.Store) (*Result, error) {
 	}
 
 	if err := write(ctx, st, p, res, opt); err != nil {
+		return nil, fmt.Errorf("import kafka-log %s into stream %s: %w", name, res.StreamID, err)
+	}
+	if err := p.hyd.writeGenesis(ctx, st, binding, p.start); err != nil {
 		return nil, fmt.Errorf("import kafka-log %s into stream %s: %w", name, res.StreamID, err)
 	}
 	// A full replay of what was written must give the state the files

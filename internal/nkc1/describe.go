@@ -3,6 +3,7 @@ package nkc1
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"time"
 
 	"github.com/nereusctl/nereusctl/internal/state"
 )
@@ -26,6 +27,14 @@ type IndexView struct {
 	TimeIndex   []state.TimeIndexEntry   `json:"time_index"`
 }
 
+// ClockView is the clock section: the clock producer expiration was
+// applied at when the checkpoint was made.
+type ClockView struct {
+	NowMs                  int64  `json:"now_ms"`
+	Now                    string `json:"now"` // RFC3339, UTC
+	ProducerIDExpirationMs int64  `json:"producer_id_expiration_ms"`
+}
+
 // UnknownSectionView describes an optional section this version does not
 // know.
 type UnknownSectionView struct {
@@ -46,6 +55,7 @@ type UnknownSectionView struct {
 //	indexes       []IndexView
 //	coverage      Coverage
 //	binding       BindingRef
+//	clock         ClockView
 //	unknown id    UnknownSectionView
 //
 // Errors wrap ErrCorrupt and name the section.
@@ -102,6 +112,12 @@ func describe(id uint16, raw []byte) (any, error) {
 		return decodeCoverage(raw)
 	case SectionBindingRef:
 		return decodeBinding(raw)
+	case SectionClock:
+		c, err := decodeClock(raw)
+		if err != nil {
+			return nil, err
+		}
+		return ClockView{NowMs: c.NowMs, Now: c.Time().Format(time.RFC3339Nano), ProducerIDExpirationMs: c.ExpirationMs}, nil
 	}
 	sum := sha256.Sum256(raw)
 	return UnknownSectionView{ID: id, RawLen: len(raw), SHA256: hex.EncodeToString(sum[:])}, nil

@@ -56,16 +56,32 @@ func Encode(c *Checkpoint) (data []byte, rootHex string, err error) {
 		return nil, "", fmt.Errorf("nkc1: encode: the state does not round-trip: %v", errs[0])
 	}
 
-	data = appendHeader(make([]byte, 0, headerSize+int(total)/2+1024), Version, 0, numRequired)
-	entries := make([]entry, 0, numRequired)
+	type sec struct {
+		id    uint16
+		flags uint8
+		raw   []byte
+	}
+	secs := make([]sec, 0, numRequired+1)
 	for id := 1; id <= numRequired; id++ {
-		raw := raws[id]
+		secs = append(secs, sec{id: uint16(id), raw: raws[id]})
+	}
+	if c.Clock != nil {
+		raw, err := encodeClock(c.Clock)
+		if err != nil {
+			return nil, "", fmt.Errorf("nkc1: encode: clock: %w", err)
+		}
+		secs = append(secs, sec{id: SectionClock, flags: FlagOptional, raw: raw})
+	}
+	data = appendHeader(make([]byte, 0, headerSize+int(total)/2+1024), Version, 0, uint32(len(secs)))
+	entries := make([]entry, 0, len(secs))
+	for _, sc := range secs {
+		id, raw := sc.id, sc.raw
 		stored, codec, err := compress(raw)
 		if err != nil {
-			return nil, "", fmt.Errorf("nkc1: encode: section %s: %w", SectionName(uint16(id)), err)
+			return nil, "", fmt.Errorf("nkc1: encode: section %s: %w", SectionName(id), err)
 		}
 		e := entry{
-			id: uint16(id), codec: codec, off: uint64(len(data)),
+			id: id, codec: codec, flags: sc.flags, off: uint64(len(data)),
 			stored: uint64(len(stored)), raw: uint64(len(raw)),
 			crc: container.CRC32C(stored), sha: sha256.Sum256(raw),
 		}

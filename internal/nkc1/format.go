@@ -30,15 +30,19 @@ const (
 	SectionIndexes      uint16 = 7
 	SectionCoverage     uint16 = 8
 	SectionBindingRef   uint16 = 9
+	// SectionClock (optional, flagged FlagOptional) is the clock producer
+	// expiration was applied at: a checkpoint made without one has no
+	// section 10, and a reader that does not know it skips it.
+	SectionClock uint16 = 10
 )
 
 // numRequired is the number of sections every version-1 checkpoint carries
 // (ids 1..numRequired, in order).
 const numRequired = 9
 
-var sectionNames = [numRequired + 1]string{
+var sectionNames = [numRequired + 2]string{
 	"", "anchor", "producers", "transactions", "aborted", "epochs",
-	"segments", "indexes", "coverage", "binding",
+	"segments", "indexes", "coverage", "binding", "clock",
 }
 
 // sectionAliases are the other names SectionByName accepts.

@@ -58,6 +58,10 @@ type Checkpoint struct {
 	State    *state.Partition
 	Coverage Coverage
 	Binding  BindingRef
+	// Clock is the clock producer expiration was applied at when the
+	// checkpoint was made (optional section 10); nil: none was, the
+	// state holds every producer the log names.
+	Clock *state.Clock
 }
 
 // Field caps (bytes). Strings are stored as uint16 length + UTF-8 bytes.
@@ -415,4 +419,35 @@ func validateCheckpoint(c *Checkpoint) (uint16, error) {
 		return SectionBindingRef, fmt.Errorf("binding key %q names %s-%d, the anchor %s-%d", c.Binding.Key, topic, partition, a.Topic, a.Partition)
 	}
 	return 0, nil
+}
+
+// encodeClock is the clock section: now_ms i64, producer_id_expiration_ms
+// i64, both positive.
+func encodeClock(c *state.Clock) ([]byte, error) {
+	if err := validateClock(c); err != nil {
+		return nil, err
+	}
+	w := &wbuf{}
+	w.i64(c.NowMs)
+	w.i64(c.ExpirationMs)
+	return w.b, nil
+}
+
+func decodeClock(raw []byte) (state.Clock, error) {
+	r := &rbuf{b: raw}
+	c := state.Clock{NowMs: r.i64("now_ms"), ExpirationMs: r.i64("producer_id_expiration_ms")}
+	if err := r.done(); err != nil {
+		return state.Clock{}, err
+	}
+	if err := validateClock(&c); err != nil {
+		return state.Clock{}, err
+	}
+	return c, nil
+}
+
+func validateClock(c *state.Clock) error {
+	if c.NowMs <= 0 || c.ExpirationMs <= 0 {
+		return fmt.Errorf("now_ms %d, producer_id_expiration_ms %d: want both positive", c.NowMs, c.ExpirationMs)
+	}
+	return nil
 }

@@ -337,6 +337,8 @@ func (r *Reader) Verify() []Finding {
 		}
 		if int(e.id) <= numRequired {
 			raws.raw[e.id], raws.have[e.id] = raw, true
+		} else if e.id == SectionClock {
+			raws.clock, raws.haveClock = raw, true
 		}
 	}
 	_, errs := decodeAll(&raws)
@@ -369,6 +371,8 @@ func (r *Reader) Checkpoint() (*Checkpoint, error) {
 		}
 		if int(e.id) <= numRequired {
 			raws.raw[e.id], raws.have[e.id] = raw, true
+		} else if e.id == SectionClock {
+			raws.clock, raws.haveClock = raw, true
 		}
 	}
 	c, errs := decodeAll(&raws)
@@ -415,6 +419,9 @@ func Decode(data []byte) (*Checkpoint, error) {
 type sectionRaws struct {
 	raw  [numRequired + 1][]byte
 	have [numRequired + 1]bool
+	// The optional clock section, when present.
+	clock     []byte
+	haveClock bool
 }
 
 // decodeAll decodes every section present in raws independently, then,
@@ -470,6 +477,15 @@ func decodeAll(raws *sectionRaws) (*Checkpoint, []error) {
 			if id == SectionSegments {
 				segs = nil
 			}
+		}
+	}
+	if raws.haveClock {
+		clock, err := decodeClock(raws.clock)
+		if err != nil {
+			fail(SectionClock, err)
+			ok = false
+		} else {
+			c.Clock = &clock
 		}
 	}
 	if !ok {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/nkc1"
+	"github.com/nereusctl/nereusctl/internal/state"
 	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/stream"
 )
@@ -79,7 +80,13 @@ func checkpointOf(ctx context.Context, st store.Store, b *layout.Binding, res *R
 		srcs = append(srcs, layout.SourceRef{Gen: gen, ManifestSHA256: sum})
 	}
 	sort.Slice(srcs, func(i, j int) bool { return srcs[i].Gen < srcs[j].Gen })
+	var clock *state.Clock
+	if res.StateClock.Set() {
+		c := res.StateClock
+		clock = &c
+	}
 	return &nkc1.Checkpoint{
+		Clock:    clock,
 		Anchor:   a,
 		State:    res.State,
 		Coverage: nkc1.Coverage{LogStart: res.State.LogStart, Anchor: h.Head, Sources: srcs},
@@ -92,7 +99,13 @@ func checkpointOf(ctx context.Context, st store.Store, b *layout.Binding, res *R
 // anchor, same state digest) it writes no object and only makes sure the
 // binding refers to that checkpoint. dryRun writes nothing.
 func Create(ctx context.Context, st store.Store, b *layout.Binding, bindingETag string, dryRun bool) (*CreateResult, error) {
-	res, err := Replay(ctx, st, b, Options{})
+	return CreateAt(ctx, st, b, bindingETag, state.Clock{}, dryRun)
+}
+
+// CreateAt is Create with producer expiration at clock: the checkpoint
+// holds the state at that clock and records it (NKC1 section clock).
+func CreateAt(ctx context.Context, st store.Store, b *layout.Binding, bindingETag string, clock state.Clock, dryRun bool) (*CreateResult, error) {
+	res, err := Replay(ctx, st, b, Options{Clock: clock})
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +136,18 @@ func CreateFrom(ctx context.Context, st store.Store, b *layout.Binding, bindingE
 		return out, nil
 	}
 	if _, err := st.Put(ctx, out.Key, data, store.IfAbsent()); err != nil {
-		return nil, fmt.Errorf("publish checkpoint %s: %w", out.Key, err)
+		// The same state at the same anchor was published before (a
+		// checkpoint's bytes depend on its state only): reuse it when the
+		// object there is these bytes.
+		if !errors.Is(err, store.ErrPreconditionFailed) {
+			return nil, fmt.Errorf("publish checkpoint %s: %w", out.Key, err)
+		}
+		have, gerr := store.GetCapped(ctx, st, out.Key, MaxCheckpointBytes)
+		if gerr != nil || store.SHA256Of(have) != out.SHA256 {
+			return nil, fmt.Errorf("publish checkpoint %s: %w (and the object there is not these bytes)", out.Key, err)
+		}
+		out.Reused = true
+		return out, pointBinding(ctx, st, b, bindingETag, out)
 	}
 	out.Published = true
 	return out, pointBinding(ctx, st, b, bindingETag, out)

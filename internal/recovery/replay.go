@@ -87,10 +87,30 @@ type Result struct {
 	// SameAsChosen: nothing changed the hydrated checkpoint's state (no
 	// batch, no seal, no trim), so it is the state at the head.
 	SameAsChosen bool
+	// Genesis: a full replay that started from the checkpoint anchored at
+	// the stream's first offset (the state from before it, e.g. a broker
+	// snapshot's producers at import), not from the empty state.
+	Genesis bool
 	// HeadObject is the object ending at the head and its SHA-256 (the
 	// anchor a checkpoint made from this result names); empty for an
 	// empty stream.
 	HeadObject, HeadObjectSHA256 string
+	// Clock is the clock producer expiration was applied at (Options.Clock;
+	// unset: none was applied).
+	Clock state.Clock
+	// CheckpointClock is the clock the chosen checkpoint was made with
+	// (unset: it records none, or no checkpoint was chosen).
+	CheckpointClock state.Clock
+	// StateClock is the canonical expiration clock of the state
+	// (state.Horizon): the chosen checkpoint's, moved on by what this
+	// replay expired; unset when no expiration shaped it. A checkpoint
+	// made from this result records it.
+	StateClock    state.Clock
+	latestExpired int64 // the latest lastTimestamp this replay expired
+	anyExpired    bool
+	// Expired lists the producers this replay dropped by expiration, at
+	// the checkpoint's load and at the end, ascending.
+	Expired []int64
 }
 
 // Options steer a replay.
@@ -104,10 +124,36 @@ type Options struct {
 	// MaxAnchor, when > 0, only considers checkpoints anchored at or below
 	// it (benchmarks of tail length; forensics).
 	MaxAnchor int64
+	// Clock is the clock producer expiration is applied at
+	// (ProducerStateManager.isProducerExpired): when a checkpoint is
+	// hydrated (loadFromSnapshot drops expired producers) and once more on
+	// the state at the head. The zero Clock expires nothing.
+	Clock state.Clock
+	// AsOfCheckpoint, for a full replay compared with a checkpoint path
+	// (replay --compare), also expires producers where that checkpoint
+	// was anchored, at the clock it was made with and then at Clock, as
+	// the checkpoint path did: both sides then apply the same clocks at
+	// the same offsets and their digests compare like for like.
+	AsOfCheckpoint *CheckpointClock
 	// Log receives the replay's fallbacks at info level: a checkpoint
 	// skipped and why, a full replay because none could be used, a full
 	// replay that starts from the retention floor. nil logs nothing.
 	Log *slog.Logger
+}
+
+// expire drops the producers expired at c and notes them.
+func (r *Result) expire(part *state.Partition, c state.Clock) {
+	gone, latest := part.ExpireProducers(c)
+	r.Expired = append(r.Expired, gone...)
+	if len(gone) > 0 && (!r.anyExpired || latest > r.latestExpired) {
+		r.latestExpired, r.anyExpired = latest, true
+	}
+}
+
+// CheckpointClock is a checkpoint's anchor and the clock it was made with.
+type CheckpointClock struct {
+	Anchor int64
+	Clock  state.Clock
 }
 
 // logFallbacks logs what the replay did instead of the fastest path.
@@ -169,6 +215,12 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 		c := cands[chosen]
 		res.Chosen = &c
 		part = cp.State
+		if cp.Clock != nil {
+			res.CheckpointClock = *cp.Clock
+		}
+		// ProducerStateManager.loadFromSnapshot: a producer expired at the
+		// clock is not loaded.
+		res.expire(part, opt.Clock)
 		res.HeadObject, res.HeadObjectSHA256 = cp.Anchor.ObjectKey, cp.Anchor.ObjectSHA256
 		_, lastGen = part.SealedEnd()
 		lastGen = max(lastGen, maxSourceGen(cp.Coverage.Sources))
@@ -219,7 +271,23 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 				return nil, exitcode.Wrap(exitcode.Verify, fmt.Errorf("replay %s: %w: the objects for offsets [%d, %d), below the durable trim %d, are missing and no valid checkpoint holds the state they carried", b.Name(), stream.ErrMissing, h.Start, first, h.Trim),
 					"restore a checkpoint anchored at or above the trim, or the missing objects, from a replica (docs/runbooks/restore-from-replica.md)")
 			}
-		} else {
+		} else if first > 0 {
+			// The stream's genesis state: a checkpoint anchored at its
+			// first offset (import writes one with the producers of the
+			// broker's .snapshot file, whose batches are gone) holds the
+			// state the stream starts from, as a broker's snapshot at its
+			// log start does. A full replay starts from it, or from the
+			// empty state when there is none.
+			cands, chosen, cp, err := choose(ctx, st, b, h, lister, false, first)
+			if err != nil {
+				return nil, err
+			}
+			if chosen >= 0 && cp.Anchor.Offset == first {
+				hydrate(cands, chosen, cp)
+				res.Genesis = true
+			}
+		}
+		if part == nil {
 			part = state.New(first)
 		}
 	}
@@ -229,7 +297,29 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 	if err != nil {
 		return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
 	}
-	if err := replayTail(ctx, st, b.StreamID, part, objs, h.Head, lastGen, &res.Tail, res.Sources); err != nil {
+	ac := opt.AsOfCheckpoint
+	if opt.Full && ac == nil {
+		// A full replay expires, where the newest valid checkpoint is
+		// anchored, at the clock that checkpoint records, as the
+		// checkpoint path's state was: both paths give the same state.
+		_, chosen, cp, err := choose(ctx, st, b, h, lister, true, opt.MaxAnchor)
+		if err != nil {
+			return nil, err
+		}
+		if chosen >= 0 && cp.Clock != nil {
+			ac = &CheckpointClock{Anchor: cp.Anchor.Offset, Clock: *cp.Clock}
+		}
+	}
+	var at func(end int64)
+	if ac != nil && ac.Anchor >= part.NextOffset {
+		at = func(end int64) {
+			if end == ac.Anchor {
+				part.RemoveExpiredProducers(ac.Clock)
+				res.expire(part, opt.Clock)
+			}
+		}
+	}
+	if err := replayTail(ctx, st, b.StreamID, part, objs, h.Head, lastGen, &res.Tail, res.Sources, at); err != nil {
 		return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
 	}
 	if res.Tail.headObject != "" {
@@ -238,7 +328,22 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 	// 6. Apply the durable trim.
 	startBefore := part.LogStart
 	part.ApplyLogStart(h.Trim)
-	res.SameAsChosen = res.Chosen != nil && res.Tail.Batches == 0 && !res.Tail.changed && part.LogStart == startBefore
+	// Producer expiration at the command's clock, on the state at the head
+	// (docs/kafka-retention-rules.md, "Producer expiration").
+	res.expire(part, opt.Clock)
+	slices.Sort(res.Expired)
+	res.Clock = opt.Clock
+	res.StateClock = res.CheckpointClock
+	if h := state.Horizon(res.latestExpired, opt.Clock.ExpirationMs); res.anyExpired && h.Set() {
+		// The threshold (clock − expiration) the state is expired to: the
+		// later of the checkpoint's and this replay's.
+		if c := res.CheckpointClock; !c.Set() || c.NowMs-c.ExpirationMs < h.NowMs-h.ExpirationMs {
+			res.StateClock = h
+		} else {
+			res.StateClock = state.Clock{NowMs: c.NowMs - c.ExpirationMs + h.ExpirationMs, ExpirationMs: h.ExpirationMs}
+		}
+	}
+	res.SameAsChosen = res.Chosen != nil && res.Tail.Batches == 0 && !res.Tail.changed && part.LogStart == startBefore && len(res.Expired) == 0
 	live := map[int64]bool{}
 	for _, sg := range part.Segments {
 		live[sg.Gen] = true
@@ -376,9 +481,18 @@ func choose(ctx context.Context, st store.Store, b *layout.Binding, h *layout.He
 		}
 		es = append(es, entry{in, a})
 	}
+	ref := ""
+	if b.CheckpointRef != nil {
+		ref = b.CheckpointRef.Key
+	}
 	sort.SliceStable(es, func(i, j int) bool {
 		if es[i].anchor != es[j].anchor {
 			return (es[i].anchor > es[j].anchor) == newestFirst
+		}
+		// At one anchor (checkpoints made at different clocks), the one
+		// the binding refers to first: the newest create chose it.
+		if ri, rj := es[i].info.Key == ref, es[j].info.Key == ref; ri != rj {
+			return ri
 		}
 		return es[i].info.Key > es[j].info.Key
 	})
@@ -509,8 +623,15 @@ func checkAnchorObject(ctx context.Context, st store.Store, a nkc1.Anchor, liste
 // verified bytes are applied: every batch's CRC-32C is checked before the
 // batch reaches the state, and an object a COMMITTED manifest lists must
 // have the manifest's size and CRC-32C.
-func replayTail(ctx context.Context, st store.Store, sid string, part *state.Partition, objs []layout.StreamObject, head, lastGen int64, ts *TailStats, sources map[int64]string) error {
+//
+// at, when not nil, is called with the state's next offset before the
+// first object and after every object.
+func replayTail(ctx context.Context, st store.Store, sid string, part *state.Partition, objs []layout.StreamObject, head, lastGen int64, ts *TailStats, sources map[int64]string, at func(end int64)) error {
 	ts.From, ts.To = part.NextOffset, head
+	if at == nil {
+		at = func(int64) {}
+	}
+	at(part.NextOffset)
 	seals, digests, sealed, err := sealsAfter(ctx, st, sid, lastGen)
 	if err != nil {
 		return err
@@ -578,6 +699,7 @@ func replayTail(ctx context.Context, st store.Store, sid string, part *state.Par
 			sources[gen] = digests[gen]
 			delete(seals, o.End)
 		}
+		at(o.End)
 	}
 	for end, gen := range seals {
 		if end <= head && end > ts.From {

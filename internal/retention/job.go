@@ -17,6 +17,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/lease"
 	"github.com/nereusctl/nereusctl/internal/localfile"
+	"github.com/nereusctl/nereusctl/internal/state"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
 
@@ -25,6 +26,10 @@ const LeaseName = "retention"
 
 // JobOptions configure a retention run.
 type JobOptions struct {
+	// ProducerIDExpirationMs, when > 0, expires producers at Now
+	// (producer.id.expiration.ms) in every partition's replay.
+	ProducerIDExpirationMs int64
+
 	Partitions  []layout.TopicPartition
 	Selection   string // how the partitions were chosen, e.g. "--all --shard 0/2"
 	Now         time.Time
@@ -186,7 +191,11 @@ func RunJob(ctx context.Context, st store.Store, o JobOptions) (*JobReport, erro
 				return rep, err
 			}
 		}
-		r := RunPartition(ctx, st, Request{TP: tp, Retention: true, NowMs: now.UnixMilli(), DryRun: o.DryRun, PlanOnly: o.PlanOnly, Hooks: o.Hooks, ConfirmFull: o.ConfirmFull})
+		var clock state.Clock
+		if o.ProducerIDExpirationMs > 0 {
+			clock = state.Clock{NowMs: now.UnixMilli(), ExpirationMs: o.ProducerIDExpirationMs}
+		}
+		r := RunPartition(ctx, st, Request{TP: tp, Retention: true, NowMs: now.UnixMilli(), Clock: clock, DryRun: o.DryRun, PlanOnly: o.PlanOnly, Hooks: o.Hooks, ConfirmFull: o.ConfirmFull})
 		if r.Err != nil && ctx.Err() != nil {
 			// The partition it was on is redone by the rerun (a no-op
 			// where its trim landed): only finished ones are reported.

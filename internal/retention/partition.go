@@ -7,6 +7,7 @@ import (
 
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
+	"github.com/nereusctl/nereusctl/internal/state"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
 
@@ -15,6 +16,10 @@ const ErrUnknownPartition = "UNKNOWN_TOPIC_OR_PARTITION"
 
 // Request is what to do to one partition.
 type Request struct {
+	// Clock is the producer-expiration clock of the replay (and of the
+	// pre-trim checkpoint, which records it); zero: no expiration.
+	Clock state.Clock
+
 	TP layout.TopicPartition
 	// DeleteRecords is a target offset (-1 = HW), nil when none.
 	DeleteRecords *int64
@@ -96,7 +101,7 @@ func RunPartition(ctx context.Context, st store.Store, req Request) *Result {
 		}
 		return fail(err)
 	}
-	res, err := recovery.Replay(ctx, counter, b, recovery.Options{})
+	res, err := recovery.Replay(ctx, counter, b, recovery.Options{Clock: req.Clock})
 	if err != nil {
 		return fail(err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
+	"github.com/nereusctl/nereusctl/internal/state"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
 
@@ -84,7 +85,11 @@ func Trim(ctx context.Context, st store.Store, b *layout.Binding, bindingETag st
 	// object between the trim and the head, so it never moves over a hole
 	// (which would make lost data look like gc's).
 	if res == nil || res.Head != *h {
-		if res, err = recovery.Replay(ctx, st, b, recovery.Options{}); err != nil {
+		var clock state.Clock // the caller's producer-expiration clock
+		if res != nil {
+			clock = res.Clock
+		}
+		if res, err = recovery.Replay(ctx, st, b, recovery.Options{Clock: clock}); err != nil {
 			return nil, fmt.Errorf("trim %s: pre-trim replay: %w", name, err)
 		}
 	}

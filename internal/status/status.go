@@ -14,6 +14,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/fleet"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
+	"github.com/nereusctl/nereusctl/internal/state"
 	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/stream"
 )
@@ -71,6 +72,12 @@ func (p *Partition) DataLossError() *stream.MissingError {
 // are in the order of tps whatever finishes first. A partition that cannot
 // be read gets its Error set; the others go on.
 func Collect(ctx context.Context, st store.Store, tps []layout.TopicPartition, now time.Time, parallel int) ([]Partition, error) {
+	return CollectAt(ctx, st, tps, now, state.Clock{}, parallel)
+}
+
+// CollectAt is Collect with producer expiration at clock (the producer
+// counts are those at that clock).
+func CollectAt(ctx context.Context, st store.Store, tps []layout.TopicPartition, now time.Time, clock state.Clock, parallel int) ([]Partition, error) {
 	if tps == nil {
 		var err error
 		if tps, err = layout.ListBindings(ctx, st); err != nil {
@@ -78,7 +85,7 @@ func Collect(ctx context.Context, st store.Store, tps []layout.TopicPartition, n
 		}
 	}
 	out, err := fleet.Map(ctx, parallel, tps, func(ctx context.Context, _ int, tp layout.TopicPartition) (Partition, error) {
-		return collectOne(ctx, st, tp, now), ctx.Err()
+		return collectOne(ctx, st, tp, now, clock), ctx.Err()
 	})
 	if err != nil {
 		return nil, err
@@ -87,7 +94,7 @@ func Collect(ctx context.Context, st store.Store, tps []layout.TopicPartition, n
 }
 
 // collectOne is one partition's row.
-func collectOne(ctx context.Context, st store.Store, tp layout.TopicPartition, now time.Time) Partition {
+func collectOne(ctx context.Context, st store.Store, tp layout.TopicPartition, now time.Time, clock state.Clock) Partition {
 	row := Partition{Topic: tp.Topic, Partition: tp.Partition}
 	b, _, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
 	if err != nil {
@@ -113,7 +120,7 @@ func collectOne(ctx context.Context, st store.Store, tp layout.TopicPartition, n
 		}
 		return row
 	}
-	res, err := recovery.Replay(ctx, st, b, recovery.Options{})
+	res, err := recovery.Replay(ctx, st, b, recovery.Options{Clock: clock})
 	if err != nil {
 		row.Err = err
 		var me *stream.MissingError

@@ -117,7 +117,9 @@ func GC(ctx context.Context, st store.Store, tps []layout.TopicPartition, o GCOp
 	}
 	var items []GCItem
 	for _, in := range tasks {
-		if old(in, o) {
+		// A retention run's progress is its resume point, whatever its
+		// age: never garbage (layout.RetentionTasksPrefix).
+		if old(in, o) && !strings.HasPrefix(in.Key, layout.RetentionTasksPrefix) {
 			items = append(items, GCItem{Key: in.Key, Size: in.Size, Category: GarbageTask})
 		}
 	}

@@ -88,9 +88,10 @@ find such trims; cron jobs pass --yes.
 textfile collector (atomically); its folder must exist and be writable, which
 is checked before any trim. A dry run never writes the metrics file.
 
-SIGINT or SIGTERM stops the run after the partition in progress: the
-partitions done so far are printed and the exit status is 130; rerun the
-same command to resume.` + exitStatusHelp("1 unless every partition succeeded", "2 a trim removing every record of a partition was not confirmed (--yes), or --metrics-file cannot be written", "4 when a partition's lease is held by another job past --lease-wait (that partition only), or another run of the same selection is live"),
+SIGINT or SIGTERM stops the run: the partitions in flight are left where
+their trim sequence stood (each step is durable, a rerun finishes them), the
+partitions done so far are recorded and printed, and the exit status is
+130; rerun the same command to resume.` + exitStatusHelp("1 unless every partition succeeded", "2 a trim removing every record of a partition was not confirmed (--yes), or --metrics-file cannot be written", "4 when a partition's lease is held by another job past --lease-wait (that partition only), or another run of the same selection is live"),
 		Example: `  nereusctl retention run --all --dry-run
   nereusctl retention run --all --now 2026-11-29T03:00:00Z --dry-run -o json
   nereusctl retention run --all --yes --shard 1/4 --metrics-file /var/lib/node_exporter/textfile/nereus.prom`,

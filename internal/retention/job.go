@@ -348,6 +348,13 @@ func (rc *recorder) flush(ctx context.Context, complete bool) error {
 	} else {
 		_, err = layout.Replace(ctx, rc.st, rc.key, &doc, rc.etag)
 	}
+	if err != nil {
+		// Not written: the next flush (the one at the end of the run
+		// included) writes these partitions again.
+		rc.mu.Lock()
+		rc.dirty = true
+		rc.mu.Unlock()
+	}
 	if errors.Is(err, store.ErrPreconditionFailed) {
 		who := "another process"
 		if cur, _, lerr := layout.LoadRetentionProgress(ctx, rc.st, rc.key); lerr == nil {

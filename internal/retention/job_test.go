@@ -464,3 +464,43 @@ func TestJobProgressConflict(t *testing.T) {
 		t.Fatalf("the other run's progress was overwritten (%v)", err)
 	}
 }
+
+// failProgressPut fails the nth PUT of a retention progress document
+// (the write does not land).
+type failProgressPut struct {
+	store.Store
+	n, seen int
+}
+
+func (s *failProgressPut) Put(ctx context.Context, k string, d []byte, g store.Guard) (store.ObjectInfo, error) {
+	if strings.HasPrefix(k, layout.RetentionTasksPrefix) {
+		if s.seen++; s.seen == s.n {
+			return store.ObjectInfo{}, errors.New("injected: connection reset")
+		}
+	}
+	return s.Store.Put(ctx, k, d, g)
+}
+
+// TestJobProgressWriteFailureRecordsAtTheEnd: a progress write that fails
+// stops the run, and the partitions it would have recorded (their trims are
+// durable) are written by the run's last write, not lost.
+func TestJobProgressWriteFailureRecordsAtTheEnd(t *testing.T) {
+	st := &failProgressPut{Store: demoStore(t), n: 2}
+	ctx := context.Background()
+	o := jobOptions(t, st, "mem://a", filepath.Join(t.TempDir(), "p.json"))
+	o.Parallel = 1
+	rep, err := RunJob(ctx, st, o)
+	if err == nil || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("err %v, want the injected write failure", err)
+	}
+	if rep == nil || len(rep.Partitions) == 0 {
+		t.Fatalf("report %+v: want the partition finished before the failure", rep)
+	}
+	p, _, err := layout.LoadRetentionProgress(ctx, st, layout.RetentionProgressKey(o.Selection))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Done) != len(rep.Partitions) || p.Complete {
+		t.Fatalf("store progress: %d done (complete %v), the run finished %d", len(p.Done), p.Complete, len(rep.Partitions))
+	}
+}

@@ -421,6 +421,7 @@ func openProgress(ctx context.Context, st store.Store, o JobOptions, targets []s
 		if len(gone) > 0 {
 			discarded = "--restart: " + strings.Join(gone, " and ") + " discarded"
 		}
+		rc.dirty = true
 		return rc, discarded, rc.flush(ctx, false)
 	}
 	sdoc, etag, err := layout.LoadRetentionProgress(ctx, st, rc.key)

@@ -504,3 +504,28 @@ func TestJobProgressWriteFailureRecordsAtTheEnd(t *testing.T) {
 		t.Fatalf("store progress: %d done (complete %v), the run finished %d", len(p.Done), p.Complete, len(rep.Partitions))
 	}
 }
+
+// TestJobRestartWritesFreshProgressFirst: --restart discards the store
+// progress and writes the new run's (nothing done) before any partition is
+// touched, so a run cut short at once leaves no trace of the old one.
+func TestJobRestartWritesFreshProgressFirst(t *testing.T) {
+	st := demoStore(t)
+	o := jobOptions(t, st, "mem://a", filepath.Join(t.TempDir(), "p.json"))
+	crashAfterFirstTrim(t, st, o)
+	key := layout.RetentionProgressKey(o.Selection)
+	old, _, err := layout.LoadRetentionProgress(context.Background(), st, key)
+	if err != nil || len(old.Done) == 0 {
+		t.Fatalf("the interrupted run's progress: %+v, %v", old, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	o.Restart = true
+	rep, err := RunJob(ctx, st, o)
+	if !errors.Is(err, context.Canceled) || rep == nil || !strings.Contains(rep.ProgressDiscarded, "the store progress "+key) {
+		t.Fatalf("err %v, report %+v", err, rep)
+	}
+	p, _, err := layout.LoadRetentionProgress(context.Background(), st, key)
+	if err != nil || len(p.Done) != 0 || p.StartedMs == old.StartedMs {
+		t.Fatalf("after --restart: progress %+v, %v: want the new run's, nothing done", p, err)
+	}
+}

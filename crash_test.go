@@ -277,14 +277,17 @@ func TestTrimKilledAtEveryStepS3(t *testing.T) {
 	}
 }
 
-// TestRetentionResume kills a retention run part-way and judges the rerun
-// as the second source document judges a consumer: it resumes at (or just
-// before) the partition it was on, never from the first partition again.
+// TestRetentionResume SIGKILLs a parallel retention run part-way, removes
+// its local progress file (the rerun is a pod on another node) and judges
+// the rerun as the second source document judges a consumer: it resumes
+// from the store progress, never from the first partition again, and every
+// partition ends trimmed exactly once over both runs.
 func TestRetentionResume(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
 	url := "file://" + dir
 	inproc(t, url, "demo", "--records", "6000", "--partitions", "5", "--checkpoints", "1", "--no-tour")
 	st := fileStore(t, dir)
+	ctx := context.Background()
 	progress := filepath.Join(t.TempDir(), "progress.json")
 	now := "2027-06-01T00:00:00Z"
 	orders := func() []partSnap {
@@ -295,29 +298,41 @@ func TestRetentionResume(t *testing.T) {
 		return s
 	}
 	initial := orders()
-	args := []string{"retention", "run", "--all", "--yes", "--now", now, "--progress-file", progress}
-	code, _, stderr := cli(t, url, []string{"NEREUSCTL_TEST_CRASH_AFTER=head#3"}, args...)
-	if code != 137 {
-		t.Fatalf("crash run: exit %d: %s", code, stderr)
-	}
-	var prog retention.Progress
-	b, err := os.ReadFile(progress)
-	if err != nil || json.Unmarshal(b, &prog) != nil {
-		t.Fatalf("progress file: %v", err)
-	}
-	if prog.Complete {
-		t.Fatal("a killed run's progress says complete")
-	}
-	// orders-0 and orders-1 are done, orders-2 was cut after its head step
-	for _, name := range []string{"orders-0", "orders-1", "customers-0", "__consumer_offsets-0"} {
-		if prog.Done[name] == nil {
-			t.Fatalf("progress lacks %s: %v", name, keys(prog.Done))
+	args := []string{"retention", "run", "--all", "--yes", "--now", now, "--progress-file", progress, "--parallel", "2"}
+	key := layout.RetentionProgressKey("--all ")
+	slow, _, errb := cliProc(t, url, nil, append(args, "--max-requests-per-second", "60")...)
+	var atKill *layout.RetentionProgress
+	deadline := time.Now().Add(60 * time.Second)
+	for atKill == nil {
+		if p, _, err := layout.LoadRetentionProgress(ctx, st, key); err == nil && len(p.Done) >= 3 {
+			if p.Complete {
+				t.Fatal("the run finished before it could be killed")
+			}
+			if err := slow.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			_ = slow.Wait()
+			atKill, _, err = layout.LoadRetentionProgress(ctx, st, key)
+			if err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	for _, name := range []string{"orders-2", "orders-3", "payments-0"} {
-		if prog.Done[name] != nil {
-			t.Fatalf("progress has %s, which was not finished", name)
+		if time.Now().After(deadline) {
+			_ = slow.Process.Kill()
+			t.Fatalf("no progress recorded in the store: %s", errb)
 		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if atKill.Complete || len(atKill.Done) >= atKill.Targets {
+		t.Fatalf("killed run's progress: %d of %d done, complete %v", len(atKill.Done), atKill.Targets, atKill.Complete)
+	}
+	recorded := map[string]bool{}
+	for _, d := range atKill.Done {
+		recorded[d.Partition] = true
+	}
+	// Another node: no local progress file.
+	if err := os.Remove(progress); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
 	}
 	mid := orders()
 	code, out, stderr := cli(t, url, nil, append(args, "-o", "json")...)
@@ -330,8 +345,8 @@ func TestRetentionResume(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Summary.Resumed != len(prog.Done) {
-		t.Fatalf("resumed %d partitions, progress had %d", rep.Summary.Resumed, len(prog.Done))
+	if rep.Summary.Resumed != len(atKill.Done) || rep.Summary.Resumed == 0 {
+		t.Fatalf("resumed %d partitions, the store progress had %d", rep.Summary.Resumed, len(atKill.Done))
 	}
 	final := orders()
 	for p := 0; p < 5; p++ {
@@ -339,17 +354,17 @@ func TestRetentionResume(t *testing.T) {
 		if final[p].headVersion != initial[p].headVersion+1 || final[p].trim != final[p].observed || final[p].trim == 0 {
 			t.Fatalf("orders-%d: head version %d -> %d, trim %d, observed %d", p, initial[p].headVersion, final[p].headVersion, final[p].trim, final[p].observed)
 		}
-		// the resumed run did not touch the partitions already done
-		if p < 2 && (final[p].headVersion != mid[p].headVersion || final[p].bindingVersion != mid[p].bindingVersion) {
+		// the resumed run did not touch the partitions already recorded
+		if recorded[fmt.Sprintf("orders-%d", p)] && (final[p].headVersion != mid[p].headVersion || final[p].bindingVersion != mid[p].bindingVersion) {
 			t.Fatalf("orders-%d was redone by the resumed run", p)
 		}
 	}
-	if final[2].headVersion != mid[2].headVersion {
-		t.Fatal("orders-2's head was trimmed a second time")
+	if p, _, err := layout.LoadRetentionProgress(ctx, st, key); err != nil || !p.Complete {
+		t.Fatalf("store progress not complete after the resumed run: %v", err)
 	}
-	b, _ = os.ReadFile(progress)
-	if json.Unmarshal(b, &prog) != nil || !prog.Complete {
-		t.Fatal("progress not complete after the resumed run")
+	var prog retention.Progress
+	if b, err := os.ReadFile(progress); err != nil || json.Unmarshal(b, &prog) != nil || !prog.Complete {
+		t.Fatalf("local progress (the cache) not complete after the resumed run: %v", err)
 	}
 }
 
@@ -361,55 +376,63 @@ func keys[V any](m map[string]V) []string {
 	return out
 }
 
-// TestRetentionLease: a held lease makes a second run exit 4 naming the
-// holder; an expired one is taken over; two concurrent processes: one works,
-// the other exits 4.
+// TestRetentionLease: a partition whose lease another job holds past
+// --lease-wait fails alone (exit 4 naming the holder) while the others are
+// trimmed; no store-wide lease is taken; an expired partition lease is
+// taken over.
 func TestRetentionLease(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
 	url := "file://" + dir
 	inproc(t, url, "demo", "--records", "1500", "--partitions", "1", "--no-tour")
 	st := fileStore(t, dir)
 	ctx := context.Background()
-	l, err := lease.Acquire(ctx, st, retention.LeaseName, "cron@other-host", time.Hour, nil)
+	held := layout.TopicPartition{Topic: "orders", Partition: 0}
+	l, err := lease.Acquire(ctx, st, lease.PartitionName(held), "cron@other-host", time.Hour, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	before := snapPart(t, st, "orders", 0)
 	prog := filepath.Join(t.TempDir(), "p.json")
-	code, _, stderr := cli(t, url, nil, "retention", "run", "--all", "--yes", "--progress-file", prog)
+	code, out, stderr := cli(t, url, nil, "retention", "run", "--all", "--yes", "--progress-file", prog, "--lease-wait", "0s", "-o", "json")
 	if code != 4 || !strings.Contains(stderr, "held by cron@other-host until") {
 		t.Fatalf("held lease: exit %d: %s", code, stderr)
+	}
+	var rep struct {
+		Partitions []retention.Result   `json:"partitions"`
+		Summary    retention.JobSummary `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if rep.Summary.Errors != 1 || len(rep.Partitions) < 2 {
+		t.Fatalf("held lease: %d errors of %d partitions, want the held one only", rep.Summary.Errors, len(rep.Partitions))
+	}
+	for _, r := range rep.Partitions {
+		if (r.Error != "") != (r.Topic == held.Topic && r.Partition == held.Partition) {
+			t.Fatalf("%s-%d: error %q: want an error for the held partition only", r.Topic, r.Partition, r.Error)
+		}
+	}
+	if after := snapPart(t, st, "orders", 0); after.headVersion != before.headVersion {
+		t.Fatal("the held partition was trimmed")
+	}
+	if _, err := st.Head(ctx, layout.LeaseKey("retention")); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a store-wide retention lease: %v", err)
 	}
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	// an expired lease is taken over
-	if _, err := lease.Acquire(ctx, st, retention.LeaseName, "crashed-run", -time.Second, nil); err != nil {
+	if _, err := lease.Acquire(ctx, st, lease.PartitionName(held), "crashed-run", -time.Second, nil); err != nil {
 		t.Fatal(err)
 	}
-	if code, out, stderr := cli(t, url, nil, "retention", "run", "--all", "--yes", "--progress-file", prog); code != 0 {
+	if code, out, stderr := cli(t, url, nil, "retention", "run", "--all", "--yes", "--progress-file", prog, "--lease-wait", "0s"); code != 0 {
 		t.Fatalf("expired lease: exit %d\n%s%s", code, out, stderr)
 	}
-	// two at once: the slow first one holds the lease
-	slow, _, _ := cliProc(t, url, nil, "retention", "run", "--all", "--yes", "--progress-file", filepath.Join(t.TempDir(), "a.json"), "--max-requests-per-second", "40")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, err := st.Head(ctx, layout.LeaseKey(retention.LeaseName)); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the first run never took the lease")
-		}
-		time.Sleep(5 * time.Millisecond)
+	if after := snapPart(t, st, "orders", 0); after.headVersion != before.headVersion+1 {
+		t.Fatalf("orders-0: head version %d -> %d, want one trim", before.headVersion, after.headVersion)
 	}
-	code, _, stderr = cli(t, url, nil, "retention", "run", "--all", "--yes", "--progress-file", filepath.Join(t.TempDir(), "b.json"))
-	if code != 4 || !strings.Contains(stderr, "held by") {
-		t.Fatalf("concurrent run: exit %d: %s", code, stderr)
-	}
-	if err := slow.Wait(); err != nil {
-		t.Fatalf("first run: %v", err)
-	}
-	if _, err := st.Head(ctx, layout.LeaseKey(retention.LeaseName)); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("lease not released: %v", err)
+	if left, _ := st.List(ctx, layout.LeasesPrefix); len(left) != 0 {
+		t.Fatalf("leases left: %v", left)
 	}
 }
 
@@ -510,6 +533,23 @@ func storeFingerprint(t *testing.T, dir string) map[string]string {
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return err
+		}
+		if strings.HasPrefix(rel, layout.RetentionTasksPrefix) {
+			// A retention run's progress carries its times and holder, and
+			// a partition redone after a kill is recorded with the outcome
+			// of the rerun (unchanged): the selection, the partitions
+			// done and completion must be equal.
+			var doc layout.RetentionProgress
+			if err := layout.Decode(rel, b, &doc); err != nil {
+				return err
+			}
+			var done []string
+			for _, d := range doc.Done {
+				done = append(done, d.Partition)
+			}
+			sort.Strings(done)
+			out[rel] = fmt.Sprintf("%s %d %v %v", doc.Selection, doc.Targets, doc.Complete, done)
+			return nil
 		}
 		if strings.HasPrefix(rel, layout.BindingsPrefix) {
 			// A binding's version counts its CASes. An uninterrupted

@@ -42,7 +42,7 @@ func TestRetentionRunListsPartitionsOnce(t *testing.T) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		want := "dry_run,errors,garbage_bytes,now_ms,progress_file,resumed,seconds,trimmed,unchanged"
+		want := "dry_run,errors,garbage_bytes,now_ms,progress_file,progress_key,resumed,seconds,trimmed,unchanged"
 		if dry {
 			want = "dry_run,errors,garbage_bytes,now_ms,resumed,seconds,trimmed,unchanged"
 		}

@@ -149,7 +149,7 @@ func TestCompletionScripts(t *testing.T) {
 func TestLayoutSchemas(t *testing.T) {
 	schemas := map[string]*jsonschema.Schema{}
 	c := jsonschema.NewCompiler()
-	for _, name := range []string{"binding", "head", "generation", "quarantine", "lease"} {
+	for _, name := range []string{"binding", "head", "generation", "quarantine", "lease", "retention-progress"} {
 		path, err := filepath.Abs(filepath.Join(docsDir, "formats", "schemas", name+".schema.json"))
 		if err != nil {
 			t.Fatal(err)
@@ -272,6 +272,10 @@ func TestLayoutSchemas(t *testing.T) {
 		{"generation", "a TOPIC_COMPACTED generation", compacted},
 		{"quarantine", "a quarantine record", quarantine},
 		{"quarantine", "an archived quarantine record", &archived},
+		{"retention-progress", "a retention run's store progress", &layout.RetentionProgress{
+			Selection: "--all 1/4", Targets: 2, TargetsSHA256: sum("orders-0\norders-1"), NowMs: 1795000000000,
+			StartedMs: 1795000000001, UpdatedMs: 1795000000002, Holder: lease.Holder(),
+			Done: []layout.RetentionDone{{Partition: "orders-1", LogStart: 0, NewLogStart: 400, HW: 400, GarbageBytes: 41810}}}},
 	} {
 		if err := d.doc.Validate(); err != nil {
 			t.Fatalf("%s: layout rejects the sample itself: %v", d.what, err)
@@ -650,6 +654,9 @@ func TestDeployManifests(t *testing.T) {
 				}
 				invocations++
 				vars := map[string]string{}
+				if spec["completionMode"] == "Indexed" {
+					vars["JOB_COMPLETION_INDEX"] = "0" // set by Kubernetes in every pod of an Indexed Job
+				}
 				env, _ := c["env"].([]any)
 				for _, e := range env {
 					em, _ := e.(map[string]any)
@@ -689,6 +696,10 @@ func TestDeployManifests(t *testing.T) {
 					}
 					if comp, ok := spec["completions"].(int); !ok || comp != n {
 						t.Errorf("%s: --shard i/%d but completions is %v", name, n, spec["completions"])
+					}
+					// Shards run at once: partition leases, never a store-wide one.
+					if par, ok := spec["parallelism"].(int); !ok || par != n {
+						t.Errorf("%s: --shard i/%d but parallelism is %v: the shards should run at once", name, n, spec["parallelism"])
 					}
 				}
 			}

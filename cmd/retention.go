@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/lease"
 	"github.com/nereusctl/nereusctl/internal/localfile"
 	"github.com/nereusctl/nereusctl/internal/retention"
@@ -36,6 +37,8 @@ type retentionRunOptions struct {
 	progressFile string
 	metricsFile  string
 	leaseTTL     time.Duration
+	resumeWithin time.Duration
+	progressIntv time.Duration
 }
 
 func newRetentionRunCmd(g *globals) *cobra.Command {
@@ -49,20 +52,32 @@ only when cleanup.policy contains delete; walking whole segments oldest first
 and stopping at the first that fails; never past the HW), and run the durable
 trim sequence where the log start moves. Physical deletion is left to gc.
 
-A lease in the store (leases/retention.json) excludes a concurrent run: a
-second run exits 4 saying who holds it and until when. An expired lease, or
-one whose holder process died on this host (a killed cron job), is taken
-over. Progress is written to a local file atomically after each
-partition completes; by default one file per store, named after the store's
-canonical identity (the absolute path of a file:// store, the endpoint,
-bucket and prefix of an s3:// one), so two stores never share it. A killed
-run, rerun with the same store and selection, resumes where it stopped (the
-partition it was on is redone, which is a no-op) and keeps the first run's
-clock. Progress last written more than 6 × --lease-ttl ago is not resumed:
-the run says so on stderr and starts afresh with a new clock. A corrupt
-progress file is refused; --restart discards it (or any progress) and plans
-every partition again. --dry-run takes no lease, writes no progress and
-changes nothing.
+Up to --parallel partitions are worked on at once; the output keeps the
+order of the selection whatever finishes first, and one partition's failure
+never stops the others. Each partition is planned and trimmed under its
+partition lease (leases/partitions/<topic>/<p>.json, the one trim and
+delete-records take), so two runs, or a run and a trim, on the same
+partition exclude each other while disjoint shards (--shard i/n) run at
+once. A partition another job holds for longer than --lease-wait fails
+alone, naming the holder (exit 4 when that is the worst); --lease-ttl is
+how long each partition lease lasts between renewals.
+
+Progress is kept in the store, under tasks/retention/ (one document per
+selection: each shard has its own), written at most once a second with
+If-Match on what this run last wrote; a partition is recorded only once its
+trim is durable (--progress-interval: 0s writes after every partition). A
+local file caches it (by default one per store, named
+after the store's canonical identity). A killed run, rerun with the same
+store and selection from any machine (a pod rescheduled on another node),
+resumes where it stopped: the partitions in flight and those finished in
+its last second are redone, which is a no-op, and it keeps the first run's
+clock. A second live run of the same selection loses the progress write and
+stops with exit 4. Progress last written more than --resume-within ago (1h
+by default) is not resumed: the run says so on stderr and starts afresh
+with a new clock. Corrupt progress is refused (exit 3 for the store
+document, naming its key; exit 1 for the local file); --restart discards
+both and plans every partition again. --dry-run takes no lease, writes no
+progress and changes nothing.
 
 A run that would remove EVERY record of a partition (the log start moves up
 to the HW, e.g. a topic idle for longer than retention.ms) needs --yes: on a
@@ -74,9 +89,10 @@ find such trims; cron jobs pass --yes.
 textfile collector (atomically); its folder must exist and be writable, which
 is checked before any trim. A dry run never writes the metrics file.
 
-SIGINT or SIGTERM stops the run after the partition in progress: the
-partitions done so far are printed and the exit status is 130; rerun the
-same command to resume.` + exitStatusHelp("1 unless every partition succeeded", "2 a trim removing every record of a partition was not confirmed (--yes), or --metrics-file cannot be written", "4 when another run holds the lease"),
+SIGINT or SIGTERM stops the run: the partitions in flight are left where
+their trim sequence stood (each step is durable, a rerun finishes them), the
+partitions done so far are recorded and printed, and the exit status is
+130; rerun the same command to resume.` + exitStatusHelp("1 unless every partition succeeded", "2 a trim removing every record of a partition was not confirmed (--yes), or --metrics-file cannot be written", "4 when a partition's lease is held by another job past --lease-wait (that partition only), or another run of the same selection is live"),
 		Example: `  nereusctl retention run --all --dry-run
   nereusctl retention run --all --now 2026-11-29T03:00:00Z --dry-run -o json
   nereusctl retention run --all --yes --shard 1/4 --metrics-file /var/lib/node_exporter/textfile/nereus.prom`,
@@ -92,7 +108,9 @@ same command to resume.` + exitStatusHelp("1 unless every partition succeeded", 
 	o.clock.add(c, false)
 	c.Flags().StringVar(&o.progressFile, "progress-file", "", "local progress file (default: under $XDG_STATE_HOME/nereusctl, one per store)")
 	c.Flags().StringVar(&o.metricsFile, "metrics-file", "", "write Prometheus text-format metrics to this file (its folder must exist)")
-	c.Flags().DurationVar(&o.leaseTTL, "lease-ttl", 10*time.Minute, "how long the store lease lasts between renewals")
+	c.Flags().DurationVar(&o.leaseTTL, "lease-ttl", lease.DefaultTTL, "how long each partition lease lasts between renewals (renewed every third of it)")
+	c.Flags().DurationVar(&o.progressIntv, "progress-interval", retention.DefaultFlushEvery, "write finished partitions to the store progress at most this often (0s: after every partition)")
+	c.Flags().DurationVar(&o.resumeWithin, "resume-within", retention.DefaultResumeWithin, "resume an interrupted run only if its progress was written less than this long ago")
 	return c
 }
 
@@ -108,6 +126,12 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 	}
 	if o.leaseTTL < time.Second {
 		return exitcode.UsageErr(fmt.Errorf("--lease-ttl %s: want at least 1s", o.leaseTTL))
+	}
+	if o.progressIntv < 0 {
+		return exitcode.UsageErr(fmt.Errorf("--progress-interval %s: want 0s or more", o.progressIntv))
+	}
+	if o.resumeWithin <= 0 {
+		return exitcode.UsageErr(fmt.Errorf("--resume-within %s: want more than 0s", o.resumeWithin))
 	}
 	// The metrics file is checked before anything is planned or trimmed:
 	// a cron line with a wrong path fails at once, not after the trims.
@@ -137,11 +161,13 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 	if progress == "" {
 		progress = retention.DefaultProgressFile(storeID)
 	}
+	lo := g.leaseOptions()
+	lo.TTL = o.leaseTTL
 	opts := retention.JobOptions{
 		Partitions: tps, Selection: selection, Now: now, NowExplicit: nowExplicit, DryRun: o.dryRun,
 		ProducerIDExpirationMs: clock.ExpirationMs,
-		ProgressFile:           progress, StoreID: storeID, Holder: lease.Holder(), Restart: o.restart,
-		LeaseTTL: o.leaseTTL, Hooks: crashHooks(), Log: g.log,
+		ProgressFile:           progress, StoreID: storeID, Lease: lo, Parallel: g.parallel(), Restart: o.restart,
+		ResumeWithin: o.resumeWithin, FlushEvery: o.progressIntv, Hooks: crashHooks(), Log: g.log,
 	}
 	if !o.dryRun && !o.yes {
 		// A first pass finds the partitions whose every record would go,
@@ -171,17 +197,21 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 	rep, err := retention.RunJob(ctx, st, opts)
 	prog.done()
 	if err != nil {
-		if he, ok := err.(*lease.HeldError); ok {
-			return exitcode.BlockedErr(fmt.Errorf("retention run: %w", he), "another retention run is working on this store; wait for it, or for the lease to expire at "+he.Until.UTC().Format(time.RFC3339))
-		}
 		if errors.Is(err, retention.ErrProgressCorrupt) {
-			return exitcode.Wrap(exitcode.Error, err, "rerun with --restart to discard the progress file (every partition is planned again; trims already done are no-ops)")
+			code := exitcode.Error
+			if exitcode.IsCorruption(err) {
+				code = exitcode.Verify // the store document: stored bytes are wrong
+			}
+			return exitcode.Wrap(code, err, "rerun with --restart to discard the progress (every partition is planned again; trims already done are no-ops)")
 		}
-		if rep != nil && rep.Interrupted {
+		if rep != nil && (rep.Interrupted || errors.Is(err, retention.ErrProgressConflict)) {
 			// The partitions done so far, then the interruption.
 			if rerr := renderRetention(g, rep); rerr != nil {
 				return rerr
 			}
+		}
+		if errors.Is(err, retention.ErrProgressConflict) {
+			return exitcode.BlockedErr(err, "another retention run of this selection is live; let it finish (this run's finished partitions are recorded), or rerun later to resume")
 		}
 		return err
 	}
@@ -200,10 +230,17 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 	}
 	if rep.Errors > 0 {
 		err := fmt.Errorf("retention run: %d of %d partitions failed", rep.Errors, len(rep.Partitions))
-		for _, r := range rep.Partitions {
-			if r.Err != nil && exitcode.Of(r.Err) == exitcode.Verify {
-				// Missing or corrupt data outranks any other failure.
-				return exitcode.Wrap(exitcode.Verify, fmt.Errorf("%w; %s-%d: %w", err, r.Topic, r.Partition, r.Err), exitcode.HintOf(r.Err))
+		// The worst failure decides: missing or corrupt data (3), then a
+		// partition another job holds (4), then the rest.
+		for _, want := range []exitcode.Code{exitcode.Verify, exitcode.Blocked} {
+			for _, r := range rep.Partitions {
+				if r.Err == nil {
+					continue
+				}
+				perr := leaseErr(layout.TopicPartition{Topic: r.Topic, Partition: r.Partition}, r.Err)
+				if exitcode.Of(perr) == want {
+					return exitcode.Wrap(want, fmt.Errorf("%w; %s-%d: %w", err, r.Topic, r.Partition, r.Err), exitcode.HintOf(perr))
+				}
 			}
 		}
 		for _, r := range rep.Partitions {

@@ -22,6 +22,7 @@ func TestLayoutDocExamples(t *testing.T) {
 		{`"epoch"`, func() interface{ Validate() error } { return &Head{} }},
 		{`"kind"`, func() interface{ Validate() error } { return &Generation{} }},
 		{`"findings"`, func() interface{ Validate() error } { return &Quarantine{} }},
+		{`"targets_sha256"`, func() interface{ Validate() error } { return &RetentionProgress{} }},
 		{`"holder"`, func() interface{ Validate() error } { return &Lease{} }},
 	}
 	seen := 0

@@ -679,3 +679,89 @@ func ListObjects(ctx context.Context, st store.Store, sid string) ([]StreamObjec
 	}
 	return out, nil
 }
+
+// RetentionProgress is a retention run's progress kept in the store
+// (RetentionProgressKey): the partitions whose trim sequence is durable,
+// written with If-Match on the ETag the run last wrote, so that a second
+// live run of the same selection loses its write instead of overwriting
+// (docs/layout.md, "Retention progress"). It is a resume point, never an
+// authority: a partition it names is redone as a no-op if it is lost.
+type RetentionProgress struct {
+	// Selection is how the partitions were chosen ("--all 1/4").
+	Selection string `json:"selection"`
+	// Targets is how many partitions the selection resolved to, and
+	// TargetsSHA256 the SHA-256 of their names, one per line.
+	Targets       int    `json:"targets"`
+	TargetsSHA256 string `json:"targets_sha256"`
+	// NowMs is the run's clock (retention.ms is measured against it).
+	NowMs     int64 `json:"now_ms"`
+	StartedMs int64 `json:"started_ms"`
+	UpdatedMs int64 `json:"updated_ms"`
+	// Holder names the process that wrote it last.
+	Holder   string          `json:"holder"`
+	Done     []RetentionDone `json:"done"`
+	Complete bool            `json:"complete"`
+}
+
+// RetentionDone is one partition a retention run finished.
+type RetentionDone struct {
+	Partition    string `json:"partition"`
+	LogStart     int64  `json:"log_start"`
+	NewLogStart  int64  `json:"new_log_start"`
+	HW           int64  `json:"hw"`
+	GarbageBytes int64  `json:"garbage_bytes"`
+}
+
+// MaxRetentionProgressBytes caps a retention progress document: about
+// 100 bytes per partition, so a selection of 100,000 partitions fits.
+const MaxRetentionProgressBytes = 64 << 20
+
+func (RetentionProgress) carriesDigest() {}
+
+// Validate lets RetentionProgress be decoded with Decode.
+func (p *RetentionProgress) Validate() error {
+	if p.Selection == "" {
+		return errors.New("selection is empty")
+	}
+	if err := validateSHA256(p.TargetsSHA256); err != nil {
+		return fmt.Errorf("targets_sha256: %w", err)
+	}
+	if p.Targets < 0 || len(p.Done) > p.Targets {
+		return fmt.Errorf("%d partitions done of %d targets", len(p.Done), p.Targets)
+	}
+	if p.Complete && len(p.Done) != p.Targets {
+		return fmt.Errorf("complete with %d of %d partitions done", len(p.Done), p.Targets)
+	}
+	if p.StartedMs <= 0 || p.UpdatedMs < p.StartedMs || p.Holder == "" {
+		return fmt.Errorf("started_ms %d, updated_ms %d, holder %q: want a start, an update not before it and a holder", p.StartedMs, p.UpdatedMs, p.Holder)
+	}
+	seen := make(map[string]bool, len(p.Done))
+	for _, d := range p.Done {
+		if _, err := ParseTopicPartition(d.Partition); err != nil {
+			return fmt.Errorf("done %q: %w", d.Partition, err)
+		}
+		if seen[d.Partition] {
+			return fmt.Errorf("done %q twice", d.Partition)
+		}
+		seen[d.Partition] = true
+		if d.LogStart < 0 || d.NewLogStart < d.LogStart || d.HW < 0 || d.GarbageBytes < 0 {
+			return fmt.Errorf("done %q: log start %d -> %d, hw %d, garbage %d: want 0 <= log start <= new log start, hw and garbage >= 0",
+				d.Partition, d.LogStart, d.NewLogStart, d.HW, d.GarbageBytes)
+		}
+	}
+	return nil
+}
+
+// LoadRetentionProgress reads a retention run's store progress (capped at
+// MaxRetentionProgressBytes), returning its ETag for the next If-Match.
+func LoadRetentionProgress(ctx context.Context, st store.Store, key string) (*RetentionProgress, string, error) {
+	data, err := store.GetCapped(ctx, st, key, MaxRetentionProgressBytes)
+	if err != nil {
+		return nil, "", err
+	}
+	var p RetentionProgress
+	if err := Decode(key, data, &p); err != nil {
+		return nil, "", err
+	}
+	return &p, store.ETagOf(data), nil
+}

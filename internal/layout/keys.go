@@ -8,6 +8,8 @@
 package layout
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -151,6 +153,20 @@ func LeaseKey(name string) string { return LeasesPrefix + name + ".json" }
 
 // TaskPrefix is tasks/<id>/.
 func TaskPrefix(id string) string { return TasksPrefix + id + "/" }
+
+// RetentionTasksPrefix holds the progress of retention runs, one document
+// per selection; gc never deletes under it (a run's progress is its
+// resume point, whatever its age).
+const RetentionTasksPrefix = TasksPrefix + "retention/"
+
+// RetentionProgressKey is tasks/retention/<digest>.json, the store progress
+// of a retention run of selection ("--all 1/4", "orders-0 orders-1"):
+// digest is the first 16 hex digits of the selection's SHA-256, so every
+// shard keeps its own document and a rerun of the same selection finds it.
+func RetentionProgressKey(selection string) string {
+	sum := sha256.Sum256([]byte(selection))
+	return RetentionTasksPrefix + hex.EncodeToString(sum[:8]) + ".json"
+}
 
 func isHex(s string) bool {
 	for i := 0; i < len(s); i++ {

@@ -181,7 +181,9 @@ func GC(ctx context.Context, st store.Store, tps []layout.TopicPartition, o GCOp
 	var items []GCItem
 	live := map[string]bool{}
 	for _, in := range tasks {
-		if !old(in, o) {
+		// A retention run's progress is its resume point, whatever its
+		// age: never garbage (layout.RetentionTasksPrefix).
+		if !old(in, o) || strings.HasPrefix(in.Key, layout.RetentionTasksPrefix) {
 			continue
 		}
 		if sid, ok := compactTaskStream(in.Key); ok {

@@ -11,18 +11,18 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/nereusctl/nereusctl/internal/fleet"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/lease"
 	"github.com/nereusctl/nereusctl/internal/localfile"
 	"github.com/nereusctl/nereusctl/internal/state"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
-
-// LeaseName is the store lease that excludes concurrent retention runs.
-const LeaseName = "retention"
 
 // JobOptions configure a retention run.
 type JobOptions struct {
@@ -41,28 +41,38 @@ type JobOptions struct {
 	ProgressFile string
 	// StoreID is the store's canonical identity (StoreIdentity), never the
 	// raw URL: a progress file is resumed only by a run on the same store.
-	StoreID  string
-	Holder   string
-	LeaseTTL time.Duration
-	// Restart discards the progress file instead of resuming from it.
+	StoreID string
+	// Lease is how each partition's lease is taken while it is planned and
+	// trimmed (its holder, TTL, wait and logger). A dry run takes none.
+	Lease lease.Options
+	// Parallel bounds the partitions in flight (fleet.Map; < 1 means 1).
+	Parallel int
+	// Restart discards the progress (store and local) instead of resuming.
 	Restart bool
-	// StaleAfter: an interrupted run's progress last written longer ago
-	// than this is not resumed (default StaleProgressFactor × LeaseTTL).
-	StaleAfter time.Duration
+	// ResumeWithin: an interrupted run's progress last written longer ago
+	// than this is not resumed (DefaultResumeWithin when 0).
+	ResumeWithin time.Duration
+	// FlushEvery: finished partitions are written to the store progress
+	// at most this often (0: after every partition), and always at the
+	// end; cmd passes DefaultFlushEvery unless told otherwise.
+	FlushEvery time.Duration
 	// Hooks reach every partition's trim sequence (crash harness).
 	Hooks Hooks
 	// ConfirmFull is asked before a trim that removes every record of a
 	// partition (see Request.ConfirmFull).
 	ConfirmFull func(r *Result) error
-	// OnPartition is called after each partition (progress display).
+	// OnPartition is called after each partition (progress display), one
+	// call at a time, in the order the partitions finish.
 	OnPartition func(done, total int, r *Result)
-	// Log receives the run's lease life at info level; nil logs nothing.
+	// Log receives the progress writes at debug level; nil logs nothing.
 	Log *slog.Logger
 }
 
-// Progress is the local progress file of a retention run, rewritten
-// atomically after each partition completes (at-least-once: a partition is
-// recorded only once its trim sequence is durable).
+// Progress is the local progress file of a retention run: a cache of the
+// store progress (layout.RetentionProgress) holding each finished
+// partition's whole result, rewritten atomically whenever the store
+// progress is (at-least-once: a partition is recorded only once its trim
+// sequence is durable).
 type Progress struct {
 	Version int `json:"version"`
 	// Store is the store's canonical identity (StoreIdentity).
@@ -78,18 +88,28 @@ type Progress struct {
 	Complete  bool               `json:"complete"`
 }
 
-// StaleProgressFactor: an interrupted run's progress is resumed only if
-// it was last written less than StaleProgressFactor × the lease TTL ago
-// (an hour with the default 10-minute TTL). A retry of a killed run comes
-// well within that (its lease expires after one TTL); a progress file older
-// than that belongs to an earlier run (last night's), whose clock would
-// make this run plan against a stale time, so the run starts afresh and
-// says so (docs/runbooks/trim-interrupted.md).
-const StaleProgressFactor = 6
+// DefaultResumeWithin: an interrupted run's progress is resumed only if it
+// was last written less than this long ago (--resume-within). A retry of
+// a killed run (the next cron attempt, a rescheduled pod) comes well
+// within it; progress older than that belongs to an earlier run (last
+// night's), whose clock would make this run plan against a stale time, so
+// the run starts afresh and says so (docs/runbooks/trim-interrupted.md).
+const DefaultResumeWithin = time.Hour
 
-// ErrProgressCorrupt reports a progress file that cannot be read as one;
-// the run refuses it rather than guessing (--restart discards it).
-var ErrProgressCorrupt = errors.New("progress file is corrupt")
+// DefaultFlushEvery is how often, at most, finished partitions are written
+// to the store progress: one PUT a second however many partitions finish
+// in it (a killed run redoes at most that second's partitions, as no-ops).
+const DefaultFlushEvery = time.Second
+
+// ErrProgressCorrupt reports progress (the local file or the store
+// document) that cannot be read as such; the run refuses it rather than
+// guessing (--restart discards it).
+var ErrProgressCorrupt = errors.New("progress is corrupt")
+
+// ErrProgressConflict reports a store progress document written by someone
+// else since this run read or wrote it: another run of the same selection
+// is live (exit 4). The run stops; its finished partitions stay durable.
+var ErrProgressConflict = errors.New("another run of this selection wrote its progress")
 
 // JobReport is the outcome of a retention run: its partitions and the
 // summary of them.
@@ -111,8 +131,10 @@ type JobSummary struct {
 	GarbageBytes int64   `json:"garbage_bytes"`
 	Seconds      float64 `json:"seconds"`
 	ProgressFile string  `json:"progress_file,omitempty"`
-	// ProgressDiscarded says why an existing progress file was not
-	// resumed ("" when none was discarded): --restart, or it was stale.
+	// ProgressKey is the store progress document of this selection.
+	ProgressKey string `json:"progress_key,omitempty"`
+	// ProgressDiscarded says why existing progress was not resumed ("" when
+	// none was discarded): --restart, or it was stale.
 	ProgressDiscarded string `json:"progress_discarded,omitempty"`
 	// Interrupted: the run stopped on SIGINT/SIGTERM; Partitions holds
 	// the partitions done so far.
@@ -127,10 +149,23 @@ func DefaultProgressFile(storeID string) string {
 	return filepath.Join(localfile.StateDir(), "retention-"+hex.EncodeToString(sum[:6])+".json")
 }
 
-// RunJob is the retention cron job: take the lease, resume an interrupted
-// run of the same selection, plan and trim each partition, record progress
-// after each, and release the lease. A dry run takes no lease and writes no
-// progress.
+// jobItem is one partition's outcome in a run.
+type jobItem struct {
+	r       *Result
+	resumed bool
+	// garbage is a resumed partition's garbage when r has no plan (taken
+	// from the store progress, not the local cache).
+	garbage int64
+}
+
+// RunJob is the retention cron job: resume an interrupted run of the same
+// selection (from the store progress; the local file is a cache), then
+// plan and trim up to o.Parallel partitions at once, each under its
+// partition lease, recording finished ones in the store progress. Results
+// are in the order of o.Partitions whatever finishes first; a partition's
+// failure (a lease another job holds past the wait included) is its own
+// result and never stops the others. A dry run takes no lease and writes
+// no progress.
 func RunJob(ctx context.Context, st store.Store, o JobOptions) (*JobReport, error) {
 	start := time.Now()
 	if o.PlanOnly {
@@ -142,129 +177,354 @@ func RunJob(ctx context.Context, st store.Store, o JobOptions) (*JobReport, erro
 		targets[i] = tp.String()
 	}
 	now := o.Now
-	prog := &Progress{Version: 1, Store: o.StoreID, Selection: o.Selection, Targets: targets, Done: map[string]*Result{}}
-
-	var l *lease.Lease
+	var rec *recorder
 	if !o.DryRun {
 		var err error
-		l, err = lease.AcquireLogged(ctx, st, LeaseName, o.Holder, o.LeaseTTL, nil, o.Log)
+		var discarded string
+		rec, discarded, err = openProgress(ctx, st, o, targets, start)
 		if err != nil {
 			return nil, err
 		}
-		defer l.Release(context.WithoutCancel(ctx))
-		old, discarded, err := resumable(o, targets, start)
-		if err != nil {
-			return nil, err
-		}
-		if old != nil {
-			// Resume: same store and selection; keep the run's clock so the
-			// plan does not shift under the partitions already done.
-			prog = old
-			now = time.UnixMilli(old.NowMs)
-		}
+		now = time.UnixMilli(rec.doc.NowMs)
 		rep.ProgressDiscarded = discarded
-		rep.ProgressFile = o.ProgressFile
-	}
-	if prog.NowMs == 0 {
-		prog.NowMs, prog.StartedMs = now.UnixMilli(), start.UnixMilli()
+		rep.ProgressFile, rep.ProgressKey = o.ProgressFile, rec.key
 	}
 	rep.NowMs = now.UnixMilli()
-	if !o.DryRun {
-		if err := saveProgress(o.ProgressFile, prog); err != nil {
-			return nil, err
-		}
-	}
-	for i, tp := range o.Partitions {
-		if err := ctx.Err(); err != nil {
-			return rep.interrupted(start), err
-		}
-		if r, ok := prog.Done[tp.String()]; ok {
-			rep.Resumed++
-			rep.add(r)
-			continue
-		}
-		if l != nil && time.Until(l.Expires()) < o.LeaseTTL/2 {
-			if err := l.Renew(ctx); err != nil {
-				if ctx.Err() != nil {
-					return rep.interrupted(start), ctx.Err()
-				}
-				return rep, err
+	var (
+		mu       sync.Mutex
+		finished int
+	)
+	results, err := fleet.Map(ctx, o.Parallel, o.Partitions, func(ctx context.Context, _ int, tp layout.TopicPartition) (*jobItem, error) {
+		it := rec.resumed(tp)
+		if it == nil {
+			var clock state.Clock
+			if o.ProducerIDExpirationMs > 0 {
+				clock = state.Clock{NowMs: now.UnixMilli(), ExpirationMs: o.ProducerIDExpirationMs}
 			}
-		}
-		var clock state.Clock
-		if o.ProducerIDExpirationMs > 0 {
-			clock = state.Clock{NowMs: now.UnixMilli(), ExpirationMs: o.ProducerIDExpirationMs}
-		}
-		r := RunPartition(ctx, st, Request{TP: tp, Retention: true, NowMs: now.UnixMilli(), Clock: clock, DryRun: o.DryRun, PlanOnly: o.PlanOnly, Hooks: o.Hooks, ConfirmFull: o.ConfirmFull})
-		if r.Err != nil && ctx.Err() != nil {
-			// The partition it was on is redone by the rerun (a no-op
-			// where its trim landed): only finished ones are reported.
-			return rep.interrupted(start), ctx.Err()
-		}
-		rep.add(r)
-		if !o.DryRun && r.OK() {
-			prog.Done[tp.String()] = r
-			if err := saveProgress(o.ProgressFile, prog); err != nil {
-				return rep, err
+			req := Request{TP: tp, Retention: true, NowMs: now.UnixMilli(), Clock: clock, DryRun: o.DryRun, PlanOnly: o.PlanOnly, Hooks: o.Hooks, ConfirmFull: o.ConfirmFull}
+			r := runLeased(ctx, st, o, req)
+			if r.Err != nil && ctx.Err() != nil {
+				// The partition it was on is redone by the rerun (a no-op
+				// where its trim landed): only finished ones are reported.
+				return nil, ctx.Err()
+			}
+			it = &jobItem{r: r}
+			if rec != nil && r.OK() {
+				if err := rec.record(ctx, tp, r); err != nil {
+					return it, err
+				}
 			}
 		}
 		if o.OnPartition != nil {
-			o.OnPartition(i+1, len(o.Partitions), r)
+			mu.Lock()
+			finished++
+			o.OnPartition(finished, len(o.Partitions), it.r)
+			mu.Unlock()
+		}
+		return it, nil
+	})
+	all := err == nil
+	for _, it := range results {
+		if it == nil {
+			all = false
+			continue
+		}
+		if it.resumed {
+			rep.Resumed++
+		}
+		rep.add(it.r)
+		rep.GarbageBytes += it.garbage
+	}
+	if rec != nil {
+		// What finished is durable: record it even when the run was cut
+		// short (the context may be done, the write must not be).
+		if ferr := rec.flush(context.WithoutCancel(ctx), all && rep.Errors == 0); ferr != nil && err == nil {
+			err = ferr
 		}
 	}
-	if !o.DryRun && rep.Errors == 0 {
-		prog.Complete = true
-		if err := saveProgress(o.ProgressFile, prog); err != nil {
-			return rep, err
+	if err != nil {
+		if ctx.Err() != nil {
+			return rep.interrupted(start), ctx.Err()
 		}
+		rep.Seconds = time.Since(start).Seconds()
+		return rep, err
 	}
 	rep.Seconds = time.Since(start).Seconds()
 	return rep, nil
 }
 
-// resumable returns the progress of an interrupted run this run resumes,
-// or nil to start afresh, and why an existing file was discarded.
-func resumable(o JobOptions, targets []string, start time.Time) (*Progress, string, error) {
+// runLeased runs one partition of the job: under its partition lease
+// unless the run is dry (RunPartition itself never takes it: trim and
+// delete-records take it in cmd). A lease another job holds past the wait,
+// one lost while working, or one that could not be released is the
+// partition's failure: its trim, if it landed, is redone as a no-op.
+func runLeased(ctx context.Context, st store.Store, o JobOptions, req Request) *Result {
+	if req.DryRun {
+		return RunPartition(ctx, st, req)
+	}
+	var r *Result
+	err := lease.WithPartition(ctx, st, req.TP, o.Lease, func(ctx context.Context) error {
+		r = RunPartition(ctx, st, req)
+		return nil
+	})
+	if err == nil {
+		return r
+	}
+	if r == nil {
+		r = &Result{Topic: req.TP.Topic, Partition: req.TP.Partition}
+	}
+	err = fmt.Errorf("retention run %s: partition lease: %w", req.TP, err)
+	r.Error, r.ErrorDetail, r.Err = "ERROR", err.Error(), err
+	return r
+}
+
+// recorder keeps a run's progress: the store document (authority for a
+// resume) and the local file (a cache of the full results). Finished
+// partitions are written at most every FlushEvery, store first.
+type recorder struct {
+	st         store.Store
+	key, file  string
+	flushEvery time.Duration
+	log        *slog.Logger
+
+	mu        sync.Mutex // guards doc, local, dirty, lastFlush
+	doc       layout.RetentionProgress
+	local     Progress
+	dirty     bool
+	lastFlush time.Time
+
+	flushMu sync.Mutex // one write at a time, in order; guards etag
+	etag    string     // of the store document; "" when absent
+
+	// from is what the interrupted run finished (read-only once opened).
+	from map[string]*jobItem
+}
+
+// resumed is tp's outcome in the interrupted run this one resumes, or nil.
+func (rc *recorder) resumed(tp layout.TopicPartition) *jobItem {
+	if rc == nil {
+		return nil
+	}
+	return rc.from[tp.String()]
+}
+
+// record notes a partition whose trim sequence is durable, and writes the
+// progress if the last write is at least FlushEvery old.
+func (rc *recorder) record(ctx context.Context, tp layout.TopicPartition, r *Result) error {
+	rc.mu.Lock()
+	d := layout.RetentionDone{Partition: tp.String(), LogStart: r.CurrentLogStart, NewLogStart: r.NewLogStart, HW: r.HW}
+	if r.Trimmed() && r.Plan != nil {
+		d.GarbageBytes = r.Plan.GarbageSize
+	}
+	if d.NewLogStart < d.LogStart {
+		d.NewLogStart = d.LogStart
+	}
+	rc.doc.Done = append(rc.doc.Done, d)
+	rc.local.Done[tp.String()] = r
+	rc.dirty = true
+	due := time.Since(rc.lastFlush) >= rc.flushEvery
+	rc.mu.Unlock()
+	if !due {
+		return nil
+	}
+	return rc.flush(ctx, false)
+}
+
+// flush writes the progress: the store document with If-Match on the ETag
+// this run last wrote (IfAbsent for a new one), then the local file. A
+// lost precondition is ErrProgressConflict.
+func (rc *recorder) flush(ctx context.Context, complete bool) error {
+	rc.flushMu.Lock()
+	defer rc.flushMu.Unlock()
+	rc.mu.Lock()
+	if !rc.dirty && !complete {
+		rc.mu.Unlock()
+		return nil
+	}
+	now := time.Now()
+	rc.doc.UpdatedMs, rc.local.UpdatedMs = now.UnixMilli(), now.UnixMilli()
+	rc.doc.Complete, rc.local.Complete = complete, complete
+	doc := rc.doc
+	doc.Done = slices.Clone(rc.doc.Done)
+	localBytes, err := json.MarshalIndent(&rc.local, "", "  ")
+	rc.dirty, rc.lastFlush = false, now
+	rc.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if rc.etag == "" {
+		_, err = layout.Create(ctx, rc.st, rc.key, &doc)
+	} else {
+		_, err = layout.Replace(ctx, rc.st, rc.key, &doc, rc.etag)
+	}
+	if err != nil {
+		// Not written: the next flush (the one at the end of the run
+		// included) writes these partitions again.
+		rc.mu.Lock()
+		rc.dirty = true
+		rc.mu.Unlock()
+	}
+	if errors.Is(err, store.ErrPreconditionFailed) {
+		who := "another process"
+		if cur, _, lerr := layout.LoadRetentionProgress(ctx, rc.st, rc.key); lerr == nil {
+			who = cur.Holder
+		}
+		return fmt.Errorf("retention run: write progress %s: %w since this run read it (last written by %s)", rc.key, ErrProgressConflict, who)
+	}
+	if err != nil {
+		return fmt.Errorf("retention run: write progress %s: %w", rc.key, err)
+	}
+	// The ETag a later Load reports (what If-Match compares), whatever
+	// spelling the backend's PUT response used.
+	rc.etag = store.ETagOf(layout.Encode(&doc))
+	if rc.log != nil {
+		rc.log.Debug("retention progress written", "key", rc.key, "done", len(doc.Done), "complete", complete)
+	}
+	if err := localfile.WriteAtomic(rc.file, append(localBytes, '\n'), 0o644); err != nil {
+		return fmt.Errorf("retention run: write progress file %s: %w", rc.file, err)
+	}
+	return nil
+}
+
+// openProgress finds the progress this run resumes (the store document of
+// its selection; the local file only where the store has none, as an older
+// nereusctl left it), or starts afresh, and writes the run's first
+// progress before any partition is touched. It returns why existing
+// progress was discarded, if it was.
+func openProgress(ctx context.Context, st store.Store, o JobOptions, targets []string, start time.Time) (*recorder, string, error) {
+	sum := sha256.Sum256([]byte(strings.Join(targets, "\n")))
+	rc := &recorder{
+		st: st, key: layout.RetentionProgressKey(o.Selection), file: o.ProgressFile, log: o.Log,
+		flushEvery: o.FlushEvery, from: map[string]*jobItem{},
+	}
+	within := o.ResumeWithin
+	if within <= 0 {
+		within = DefaultResumeWithin
+	}
+	fresh := layout.RetentionProgress{
+		Selection: o.Selection, Targets: len(targets), TargetsSHA256: hex.EncodeToString(sum[:]),
+		NowMs: o.Now.UnixMilli(), StartedMs: start.UnixMilli(), UpdatedMs: start.UnixMilli(),
+		Holder: o.Lease.Holder, Done: []layout.RetentionDone{},
+	}
+	if fresh.Holder == "" {
+		fresh.Holder = lease.Holder()
+	}
+	rc.doc = fresh
+	rc.local = Progress{Version: 1, Store: o.StoreID, Selection: o.Selection, Targets: targets, NowMs: fresh.NowMs, StartedMs: fresh.StartedMs, Done: map[string]*Result{}}
+	var discarded string
 	if o.Restart {
+		var gone []string
 		if err := os.Remove(o.ProgressFile); err == nil {
-			return nil, "--restart: the progress file was discarded", nil
+			gone = append(gone, "the progress file")
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return nil, "", fmt.Errorf("retention run: remove progress file %s: %w", o.ProgressFile, err)
 		}
-		return nil, "", nil
+		if _, err := st.Head(ctx, rc.key); err == nil {
+			if err := st.Delete(ctx, rc.key, store.None()); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return nil, "", fmt.Errorf("retention run: remove progress %s: %w", rc.key, err)
+			}
+			gone = append(gone, "the store progress "+rc.key)
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return nil, "", fmt.Errorf("retention run: read progress %s: %w", rc.key, err)
+		}
+		if len(gone) > 0 {
+			discarded = "--restart: " + strings.Join(gone, " and ") + " discarded"
+		}
+		rc.dirty = true
+		return rc, discarded, rc.flush(ctx, false)
 	}
-	old, err := loadProgress(o.ProgressFile)
+	sdoc, etag, err := layout.LoadRetentionProgress(ctx, st, rc.key)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		sdoc = nil
+	case err != nil && (errors.Is(err, layout.ErrCorruptDocument) || errors.Is(err, layout.ErrLegacyDocument) || errors.Is(err, store.ErrTooLarge)):
+		return nil, "", fmt.Errorf("retention run: read progress %s: %w: %w", rc.key, ErrProgressCorrupt, err)
+	case err != nil:
+		return nil, "", fmt.Errorf("retention run: read progress %s: %w", rc.key, err)
+	}
+	rc.etag = etag
+	local, err := loadProgress(o.ProgressFile)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, "", nil
-	}
-	if err != nil {
+		local = nil
+	} else if err != nil {
 		return nil, "", fmt.Errorf("retention run: read progress file %s: %w", o.ProgressFile, err)
 	}
-	if !old.Complete && old.Store != o.StoreID {
-		// Another store's interrupted run (or a file written before
-		// progress was keyed on the store's identity): never resumed here.
-		return nil, fmt.Sprintf("progress file %s holds an interrupted run of another store (%s): not resumed; this run plans every partition", o.ProgressFile, old.Store), nil
+	same := func(sel string, complete bool, nowMs int64) bool {
+		return !complete && sel == o.Selection && (!o.NowExplicit || nowMs == o.Now.UnixMilli())
 	}
-	if old.Complete || old.Selection != o.Selection ||
-		strings.Join(old.Targets, ",") != strings.Join(targets, ",") ||
-		(o.NowExplicit && old.NowMs != o.Now.UnixMilli()) {
-		// Another run's progress (finished, another store, selection or
-		// clock): it is replaced, never resumed.
-		return nil, "", nil
+	stale := func(what string, writtenMs int64) string {
+		if age := start.Sub(time.UnixMilli(writtenMs)); age > within {
+			return fmt.Sprintf("the interrupted run's progress (%s) was last written %s ago, more than --resume-within %s: not resumed; this run plans every partition with a new clock",
+				what, age.Round(time.Second), within)
+		}
+		return ""
 	}
-	stale := o.StaleAfter
-	if stale <= 0 {
-		stale = StaleProgressFactor * o.LeaseTTL
+	switch {
+	case sdoc != nil:
+		if !same(sdoc.Selection, sdoc.Complete, sdoc.NowMs) || sdoc.TargetsSHA256 != fresh.TargetsSHA256 {
+			// Another run's progress (finished, another clock or set of
+			// partitions): replaced, never resumed.
+			break
+		}
+		if discarded = stale(rc.key, sdoc.UpdatedMs); discarded != "" {
+			break
+		}
+		// Resume: keep the run's clock so the plan does not shift under
+		// the partitions already done; take each one's whole result from
+		// the local cache where it holds this very run.
+		cached := local != nil && local.Store == o.StoreID && local.Selection == sdoc.Selection && local.NowMs == sdoc.NowMs && local.StartedMs == sdoc.StartedMs
+		rc.doc = *sdoc
+		rc.doc.Holder = fresh.Holder
+		rc.local.NowMs, rc.local.StartedMs = sdoc.NowMs, sdoc.StartedMs
+		for _, d := range sdoc.Done {
+			it := &jobItem{resumed: true}
+			if cached && local.Done[d.Partition] != nil {
+				it.r = local.Done[d.Partition]
+			} else {
+				tp, _ := layout.ParseTopicPartition(d.Partition)
+				it.r = &Result{Topic: tp.Topic, Partition: tp.Partition, CurrentLogStart: d.LogStart, NewLogStart: d.NewLogStart, HW: d.HW}
+				it.garbage = d.GarbageBytes
+			}
+			rc.from[d.Partition] = it
+			rc.local.Done[d.Partition] = it.r
+		}
+	case local != nil:
+		if !local.Complete && local.Store != o.StoreID {
+			// Another store's interrupted run (or a file written before
+			// progress was keyed on the store's identity): never resumed here.
+			discarded = fmt.Sprintf("progress file %s holds an interrupted run of another store (%s): not resumed; this run plans every partition", o.ProgressFile, local.Store)
+			break
+		}
+		if !same(local.Selection, local.Complete, local.NowMs) || strings.Join(local.Targets, ",") != strings.Join(targets, ",") {
+			break
+		}
+		written := local.UpdatedMs
+		if written == 0 {
+			written = local.StartedMs
+		}
+		if discarded = stale("progress file "+o.ProgressFile, written); discarded != "" {
+			break
+		}
+		// A run by an older nereusctl kept its progress only here: resume
+		// it, and from now on in the store too.
+		rc.doc.NowMs, rc.doc.StartedMs = local.NowMs, local.StartedMs
+		rc.local.NowMs, rc.local.StartedMs = local.NowMs, local.StartedMs
+		for _, name := range targets {
+			r := local.Done[name]
+			if r == nil {
+				continue
+			}
+			rc.from[name] = &jobItem{r: r, resumed: true}
+			rc.local.Done[name] = r
+			d := layout.RetentionDone{Partition: name, LogStart: r.CurrentLogStart, NewLogStart: max(r.NewLogStart, r.CurrentLogStart), HW: max(r.HW, r.NewLogStart, r.CurrentLogStart)}
+			if r.Trimmed() && r.Plan != nil {
+				d.GarbageBytes = r.Plan.GarbageSize
+			}
+			rc.doc.Done = append(rc.doc.Done, d)
+		}
 	}
-	written := old.UpdatedMs
-	if written == 0 {
-		written = old.StartedMs
-	}
-	if age := start.Sub(time.UnixMilli(written)); age > stale {
-		return nil, fmt.Sprintf("the interrupted run's progress was last written %s ago, more than %s (%d × --lease-ttl): not resumed; this run plans every partition with a new clock",
-			age.Round(time.Second), stale, StaleProgressFactor), nil
-	}
-	return old, "", nil
+	rc.dirty = true
+	return rc, discarded, rc.flush(ctx, false)
 }
 
 // interrupted marks a report cut short by SIGINT/SIGTERM.
@@ -306,11 +566,6 @@ func loadProgress(path string) (*Progress, error) {
 		return nil, fmt.Errorf("%w: version %d or no done list: want version 1", ErrProgressCorrupt, p.Version)
 	}
 	return &p, nil
-}
-
-func saveProgress(path string, p *Progress) error {
-	p.UpdatedMs = time.Now().UnixMilli()
-	return writeProgressRaw(path, p)
 }
 
 func writeProgressRaw(path string, p *Progress) error {

@@ -1,15 +1,19 @@
 package retention
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/nereusctl/nereusctl/internal/demo"
 	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/lease"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
 
@@ -98,7 +102,7 @@ func jobOptions(t *testing.T, st store.Store, id, progress string) JobOptions {
 		t.Fatal(err)
 	}
 	return JobOptions{Partitions: tps, Selection: "--all ", Now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), NowExplicit: true,
-		ProgressFile: progress, StoreID: id, Holder: "test", LeaseTTL: time.Minute}
+		ProgressFile: progress, StoreID: id, Lease: lease.Options{Holder: "test", TTL: time.Minute}, Parallel: 4}
 }
 
 func TestJobResumesOnlyItsOwnStore(t *testing.T) {
@@ -124,37 +128,50 @@ func TestJobResumesOnlyItsOwnStore(t *testing.T) {
 	}
 }
 
+// TestJobStaleProgressNotResumed: the store progress of an interrupted run
+// is resumed while it was written less than --resume-within ago, and
+// discarded (a new clock, every partition planned) once older.
 func TestJobStaleProgressNotResumed(t *testing.T) {
 	progress := filepath.Join(t.TempDir(), "p.json")
 	st := demoStore(t)
 	o := jobOptions(t, st, "mem://a", progress)
+	o.ResumeWithin = time.Hour
 	crashAfterFirstTrim(t, st, o)
-	p, _ := loadProgress(progress)
-	done := len(p.Done)
-	if done == 0 {
-		t.Fatal("no partition recorded before the crash")
-	}
-	// Fresh: resumed.
-	fresh := *p
-	// Last written 7 × the TTL ago: stale.
-	p.UpdatedMs = time.Now().Add(-7 * o.LeaseTTL).UnixMilli()
-	if err := saveProgressAt(progress, p); err != nil {
-		t.Fatal(err)
-	}
-	rep, err := RunJob(context.Background(), st, o)
+	ctx := context.Background()
+	key := layout.RetentionProgressKey(o.Selection)
+	p, _, err := layout.LoadRetentionProgress(ctx, st, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Resumed != 0 || !strings.Contains(rep.ProgressDiscarded, "not resumed") {
-		t.Fatalf("stale progress: resumed %d, discarded %q", rep.Resumed, rep.ProgressDiscarded)
+	done := len(p.Done)
+	if done == 0 || p.Complete {
+		t.Fatalf("store progress after the crash: %d done, complete %v", done, p.Complete)
 	}
-	// 5 × the TTL: still resumed.
-	fresh.Complete = false
-	fresh.UpdatedMs = time.Now().Add(-5 * o.LeaseTTL).UnixMilli()
-	if err := saveProgressAt(progress, &fresh); err != nil {
+	// The local cache is gone (another node): only the store decides.
+	if err := os.Remove(progress); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = RunJob(context.Background(), st, o)
+	put := func(age time.Duration) {
+		t.Helper()
+		q := *p
+		q.StartedMs = time.Now().Add(-age - time.Minute).UnixMilli()
+		q.UpdatedMs = time.Now().Add(-age).UnixMilli()
+		if _, err := st.Put(ctx, key, layout.Encode(&q), store.None()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Last written 61 minutes ago: stale.
+	put(61 * time.Minute)
+	rep, err := RunJob(ctx, st, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Resumed != 0 || !strings.Contains(rep.ProgressDiscarded, "more than --resume-within 1h0m0s: not resumed") {
+		t.Fatalf("stale progress: resumed %d, discarded %q", rep.Resumed, rep.ProgressDiscarded)
+	}
+	// 59 minutes: resumed, from the store alone.
+	put(59 * time.Minute)
+	rep, err = RunJob(ctx, st, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,6 +209,7 @@ func TestJobCorruptProgressAndRestart(t *testing.T) {
 func TestJobInterruptedReportsDonePartitions(t *testing.T) {
 	st := demoStore(t)
 	o := jobOptions(t, st, "mem://a", filepath.Join(t.TempDir(), "p.json"))
+	o.Parallel = 1 // one at a time: the cancel lands between partitions
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	o.OnPartition = func(done, total int, r *Result) {
@@ -272,4 +290,247 @@ func copyStore(src, dst store.Store) error {
 		}
 	}
 	return nil
+}
+
+// inFlight is a store that makes every head.json GET last a while and
+// records how many partitions read their head at once.
+type inFlight struct {
+	store.Store
+	mu       sync.Mutex
+	now, max int
+}
+
+func (s *inFlight) Get(ctx context.Context, key string, r *store.Range) ([]byte, error) {
+	if strings.HasSuffix(key, "/head.json") {
+		s.mu.Lock()
+		s.now++
+		s.max = max(s.max, s.now)
+		s.mu.Unlock()
+		time.Sleep(5 * time.Millisecond)
+		defer func() { s.mu.Lock(); s.now--; s.mu.Unlock() }()
+	}
+	return s.Store.Get(ctx, key, r)
+}
+
+// TestJobParallelPartitionLeases: a run works on Parallel partitions at
+// once, each under its partition lease; the results keep the selection's
+// order; a partition whose lease another job holds past the wait fails
+// alone (a held-lease error, its head untouched, not recorded) while the
+// others are trimmed and recorded; no store-wide lease is taken and no
+// partition lease is left behind; the rerun resumes the others and trims
+// the one that was held.
+func TestJobParallelPartitionLeases(t *testing.T) {
+	mem := store.NewMem(t.Name())
+	do := demo.DefaultOptions()
+	do.Records, do.Partitions = 3000, 4
+	if _, err := demo.Run(context.Background(), mem, do); err != nil {
+		t.Fatal(err)
+	}
+	st := &inFlight{Store: mem}
+	ctx := context.Background()
+	o := jobOptions(t, st, "mem://a", filepath.Join(t.TempDir(), "p.json"))
+	o.Parallel = 4
+	held := layout.TopicPartition{Topic: "orders", Partition: 1}
+	other, err := lease.Acquire(ctx, st, lease.PartitionName(held), "other-job", time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := snap(t, st, held)
+	rep, err := RunJob(ctx, st, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.max < 2 {
+		t.Fatalf("at most %d partitions in flight with --parallel 4", st.max)
+	}
+	if len(rep.Partitions) != len(o.Partitions) {
+		t.Fatalf("%d results for %d partitions", len(rep.Partitions), len(o.Partitions))
+	}
+	for i, r := range rep.Partitions {
+		tp := layout.TopicPartition{Topic: r.Topic, Partition: r.Partition}
+		if tp != o.Partitions[i] {
+			t.Fatalf("result %d is %s, want %s: not in the selection's order", i, tp, o.Partitions[i])
+		}
+		if tp == held {
+			if r.OK() || !errors.Is(r.Err, lease.ErrHeld) || !strings.Contains(r.ErrorDetail, "other-job") {
+				t.Fatalf("%s (held): error %q %v, want a held lease naming other-job", tp, r.Error, r.Err)
+			}
+			continue
+		}
+		if !r.OK() {
+			t.Fatalf("%s failed: %v", tp, r.Err)
+		}
+	}
+	if rep.Errors != 1 || rep.Trimmed == 0 {
+		t.Fatalf("errors %d, trimmed %d: want the held partition alone failed", rep.Errors, rep.Trimmed)
+	}
+	if after := snap(t, st, held); after.head.Version != before.head.Version {
+		t.Fatal("the held partition's head changed")
+	}
+	leases, err := st.List(ctx, layout.LeasesPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(leases) != 1 || leases[0].Key != layout.LeaseKey(lease.PartitionName(held)) {
+		t.Fatalf("leases left: %v, want only the other job's", leases)
+	}
+	p, _, err := layout.LoadRetentionProgress(ctx, st, rep.ProgressKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Complete || len(p.Done) != len(o.Partitions)-1 {
+		t.Fatalf("store progress: %d done (complete %v), want %d", len(p.Done), p.Complete, len(o.Partitions)-1)
+	}
+	for _, d := range p.Done {
+		if d.Partition == held.String() {
+			t.Fatal("the held partition is recorded as done")
+		}
+	}
+	if err := other.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = RunJob(ctx, st, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Resumed != len(o.Partitions)-1 || rep.Errors != 0 {
+		t.Fatalf("rerun: resumed %d, errors %d", rep.Resumed, rep.Errors)
+	}
+	if after := snap(t, st, held); after.head.Version != before.head.Version+1 {
+		t.Fatalf("the held partition: head version %d -> %d, want one trim", before.head.Version, after.head.Version)
+	}
+}
+
+// TestGCKeepsRetentionProgress: gc deletes old tasks but never a retention
+// run's store progress, however old (it is the run's resume point).
+func TestGCKeepsRetentionProgress(t *testing.T) {
+	st := demoStore(t)
+	ctx := context.Background()
+	o := jobOptions(t, st, "mem://a", filepath.Join(t.TempDir(), "p.json"))
+	crashAfterFirstTrim(t, st, o)
+	key := layout.RetentionProgressKey(o.Selection)
+	other := layout.TaskPrefix("compact-x") + "task.json"
+	if _, err := st.Put(ctx, other, []byte("{}"), store.None()); err != nil {
+		t.Fatal(err)
+	}
+	tps, _ := layout.ListBindings(ctx, st)
+	if _, err := GC(ctx, st, tps, GCOptions{Grace: 0, Now: time.Now().Add(48 * time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Head(ctx, other); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("an old compaction task survived gc: %v", err)
+	}
+	if _, _, err := layout.LoadRetentionProgress(ctx, st, key); err != nil {
+		t.Fatalf("gc removed or damaged the retention progress %s: %v", key, err)
+	}
+}
+
+// TestJobProgressConflict: a store progress rewritten behind a live run's
+// back (another run of the same selection) makes the run's next progress
+// write lose its precondition: the run stops with ErrProgressConflict,
+// naming the other writer, and does not overwrite it.
+func TestJobProgressConflict(t *testing.T) {
+	st := demoStore(t)
+	ctx := context.Background()
+	o := jobOptions(t, st, "mem://a", filepath.Join(t.TempDir(), "p.json"))
+	o.Parallel = 1
+	key := layout.RetentionProgressKey(o.Selection)
+	var theirs []byte
+	o.OnPartition = func(done, total int, r *Result) {
+		if done != 1 {
+			return
+		}
+		p, _, err := layout.LoadRetentionProgress(ctx, st, key)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		p.Holder = "other-run"
+		p.UpdatedMs++
+		theirs = layout.Encode(p)
+		if _, err := st.Put(ctx, key, theirs, store.None()); err != nil {
+			t.Error(err)
+		}
+	}
+	rep, err := RunJob(ctx, st, o)
+	if !errors.Is(err, ErrProgressConflict) || !strings.Contains(err.Error(), "last written by other-run") {
+		t.Fatalf("err %v, want a progress conflict naming other-run", err)
+	}
+	if rep == nil || len(rep.Partitions) >= len(o.Partitions) {
+		t.Fatalf("report %+v: want the run stopped early", rep)
+	}
+	got, err := st.Get(ctx, key, nil)
+	if err != nil || !bytes.Equal(got, theirs) {
+		t.Fatalf("the other run's progress was overwritten (%v)", err)
+	}
+}
+
+// failProgressPut fails the nth PUT of a retention progress document
+// (the write does not land).
+type failProgressPut struct {
+	store.Store
+	n, seen int
+}
+
+func (s *failProgressPut) Put(ctx context.Context, k string, d []byte, g store.Guard) (store.ObjectInfo, error) {
+	if strings.HasPrefix(k, layout.RetentionTasksPrefix) {
+		if s.seen++; s.seen == s.n {
+			return store.ObjectInfo{}, errors.New("injected: connection reset")
+		}
+	}
+	return s.Store.Put(ctx, k, d, g)
+}
+
+// TestJobProgressWriteFailureRecordsAtTheEnd: a progress write that fails
+// stops the run, and the partitions it would have recorded (their trims are
+// durable) are written by the run's last write, not lost.
+func TestJobProgressWriteFailureRecordsAtTheEnd(t *testing.T) {
+	st := &failProgressPut{Store: demoStore(t), n: 2}
+	ctx := context.Background()
+	o := jobOptions(t, st, "mem://a", filepath.Join(t.TempDir(), "p.json"))
+	o.Parallel = 1
+	rep, err := RunJob(ctx, st, o)
+	if err == nil || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("err %v, want the injected write failure", err)
+	}
+	if rep == nil || len(rep.Partitions) == 0 {
+		t.Fatalf("report %+v: want the partition finished before the failure", rep)
+	}
+	p, _, err := layout.LoadRetentionProgress(ctx, st, layout.RetentionProgressKey(o.Selection))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Done) != len(rep.Partitions) || p.Complete {
+		t.Fatalf("store progress: %d done (complete %v), the run finished %d", len(p.Done), p.Complete, len(rep.Partitions))
+	}
+}
+
+// TestJobRestartWritesFreshProgressFirst: --restart discards the store
+// progress and writes the new run's (nothing done) before any partition is
+// recorded.
+func TestJobRestartWritesFreshProgressFirst(t *testing.T) {
+	st := demoStore(t)
+	ctx := context.Background()
+	o := jobOptions(t, st, "mem://a", filepath.Join(t.TempDir(), "p.json"))
+	crashAfterFirstTrim(t, st, o)
+	key := layout.RetentionProgressKey(o.Selection)
+	old, _, err := layout.LoadRetentionProgress(ctx, st, key)
+	if err != nil || len(old.Done) == 0 {
+		t.Fatalf("the interrupted run's progress: %+v, %v", old, err)
+	}
+	o.Restart, o.Parallel, o.FlushEvery = true, 1, time.Hour
+	var seen *layout.RetentionProgress
+	var seenErr error
+	o.OnPartition = func(done, total int, r *Result) {
+		if done == 1 {
+			seen, _, seenErr = layout.LoadRetentionProgress(ctx, st, key)
+		}
+	}
+	rep, err := RunJob(ctx, st, o)
+	if err != nil || !strings.Contains(rep.ProgressDiscarded, "the store progress "+key) {
+		t.Fatalf("err %v, report %+v", err, rep)
+	}
+	if seenErr != nil || len(seen.Done) != 0 || seen.StartedMs == old.StartedMs {
+		t.Fatalf("after --restart, at the first partition: progress %+v, %v: want the new run's, nothing done", seen, seenErr)
+	}
 }

@@ -136,7 +136,7 @@ func RunPartition(ctx context.Context, st store.Store, req Request) *Result {
 		// An interrupted trim left the head ahead of the binding: finish
 		// the sequence (the head's trim is durable; only the binding lags).
 		if b.ObservedLogStart < res.Head.Trim && !req.DryRun {
-			tr, err := Trim(ctx, counter, b, etag, res.Head.Trim, res, req.Hooks)
+			tr, err := trim(ctx, counter, b, etag, res.Head.Trim, res, true, req.Hooks)
 			out.Trim = tr
 			if err != nil {
 				return fail(err)
@@ -173,7 +173,7 @@ func RunPartition(ctx context.Context, st store.Store, req Request) *Result {
 			return out
 		}
 	}
-	tr, err := Trim(ctx, counter, b, etag, plan.NewLogStart, res, req.Hooks)
+	tr, err := trim(ctx, counter, b, etag, plan.NewLogStart, res, true, req.Hooks)
 	out.Trim = tr
 	if tr != nil {
 		out.Checkpoint = tr.Checkpoint

@@ -59,11 +59,34 @@ type TrimResult struct {
 // left to gc. Rerunning with the same target after a lost response or a
 // crash at any step finishes the sequence with no second checkpoint and no
 // second head mutation. res may carry a replay of b at the current head
-// (to save one); target must already be planned (0 <= target <= HW).
+// (to save one: the head is read first, and a replay of another head is
+// redone); target must already be planned (0 <= target <= HW).
 func Trim(ctx context.Context, st store.Store, b *layout.Binding, bindingETag string, target int64, res *recovery.Result, hooks Hooks) (*TrimResult, error) {
+	return trim(ctx, st, b, bindingETag, target, res, false, hooks)
+}
+
+// trim is Trim; planned says res is the replay the caller has just planned
+// the trim on (RunPartition, under the partition's lease): its head is the
+// one the sequence starts from, so neither the head nor the binding is
+// read again before its CAS. Each CAS is guarded by the ETag of what was
+// read; a lost precondition re-reads, and a head that changed since the
+// replay is replayed again (the trim never moves over a hole the replay
+// did not see) before the next CAS.
+func trim(ctx context.Context, st store.Store, b *layout.Binding, bindingETag string, target int64, res *recovery.Result, planned bool, hooks Hooks) (*TrimResult, error) {
 	name := b.Name()
-	h, _, err := layout.LoadHead(ctx, st, b.StreamID)
-	if err != nil {
+	var (
+		h        *layout.Head
+		headETag string
+		err      error
+	)
+	if planned && res != nil && res.Binding != nil && res.Binding.StreamID == b.StreamID {
+		// The head the replay read, and its ETag: that of the document's
+		// canonical bytes (a head stored in another encoding fails the
+		// CAS below, which re-reads it: one request more, never a wrong
+		// write).
+		hh := res.Head
+		h, headETag = &hh, store.ETagOf(layout.Encode(&hh))
+	} else if h, headETag, err = layout.LoadHead(ctx, st, b.StreamID); err != nil {
 		return nil, fmt.Errorf("trim %s: read head: %w", name, err)
 	}
 	out := &TrimResult{CurrentLogStart: h.Trim, NewLogStart: max(h.Trim, target)}
@@ -71,7 +94,7 @@ func Trim(ctx context.Context, st store.Store, b *layout.Binding, bindingETag st
 		// The head already carries the trim: a retry after the head CAS.
 		out.AlreadyDone = true
 		out.CurrentLogStart = b.ObservedLogStart
-		return out, finishBinding(ctx, st, b, h.Trim, nil, out)
+		return out, finishBinding(ctx, st, b, bindingETag, h.Trim, nil, out)
 	}
 	if target > h.Head {
 		return nil, fmt.Errorf("trim %s to %d: %s: the head is %d", name, target, ErrOffsetOutOfRange, h.Head)
@@ -92,6 +115,10 @@ func Trim(ctx context.Context, st store.Store, b *layout.Binding, bindingETag st
 		if res, err = recovery.Replay(ctx, st, b, recovery.Options{Clock: clock}); err != nil {
 			return nil, fmt.Errorf("trim %s: pre-trim replay: %w", name, err)
 		}
+		if res.Head != *h {
+			hh := res.Head
+			h, headETag = &hh, ""
+		}
 	}
 	var ref *layout.CheckpointRef
 	if c := res.Chosen; c != nil && c.Anchor >= target {
@@ -103,17 +130,37 @@ func Trim(ctx context.Context, st store.Store, b *layout.Binding, bindingETag st
 		}
 		ref = &layout.CheckpointRef{Key: cr.Key, SHA256: cr.SHA256, Anchor: cr.Anchor}
 		out.CheckpointPublished = cr.Published
+		if cr.RefUpdate {
+			// b is what CreateFrom wrote: its ETag is that of its bytes.
+			bindingETag = store.ETagOf(layout.Encode(b))
+		}
 	}
 	out.Checkpoint = ref.Key
 	if err := hooks.after(StepCheckpoint); err != nil {
 		return out, err
 	}
 
-	// 2. CAS the stream head's trim.
+	// 2. CAS the stream head's trim: first on the head the replay saw,
+	// then, after a lost precondition (an append, a trim), on the head
+	// re-read, replayed again if it changed (a hole since is refused).
 	for attempt := 0; ; attempt++ {
-		cur, etag, err := layout.LoadHead(ctx, st, b.StreamID)
-		if err != nil {
-			return out, fmt.Errorf("trim %s: read head: %w", name, err)
+		cur, etag := h, headETag
+		if attempt > 0 || etag == "" {
+			if cur, etag, err = layout.LoadHead(ctx, st, b.StreamID); err != nil {
+				return out, fmt.Errorf("trim %s: read head: %w", name, err)
+			}
+			if cur.Trim < target && *cur != res.Head {
+				if res, err = recovery.Replay(ctx, st, b, recovery.Options{}); err != nil {
+					return out, fmt.Errorf("trim %s: replay the head that moved: %w", name, err)
+				}
+				if res.Head != *cur {
+					// It moved again: re-read (bounded like a lost CAS).
+					if attempt+1 >= maxCASAttempts {
+						return out, fmt.Errorf("trim %s: CAS head trim to %d: the head kept moving: %w", name, target, store.ErrPreconditionFailed)
+					}
+					continue
+				}
+			}
 		}
 		if cur.Trim >= target {
 			break // our earlier write landed, its response was lost
@@ -147,19 +194,23 @@ func Trim(ctx context.Context, st store.Store, b *layout.Binding, bindingETag st
 	}
 
 	// 4. The binding's observed log start and checkpoint reference.
-	if err := finishBinding(ctx, st, b, cur.Trim, ref, out); err != nil {
+	if err := finishBinding(ctx, st, b, bindingETag, cur.Trim, ref, out); err != nil {
 		return out, err
 	}
 	return out, hooks.after(StepBinding)
 }
 
 // finishBinding CASes observed_log_start up to trim and checkpoint_ref to
-// ref when it is newer, re-reading the binding after a lost precondition.
-func finishBinding(ctx context.Context, st store.Store, b *layout.Binding, trim int64, ref *layout.CheckpointRef, out *TrimResult) error {
+// ref when it is newer: first on b as last read or written (etag, when
+// known), then on the binding re-read after a lost precondition.
+func finishBinding(ctx context.Context, st store.Store, b *layout.Binding, etag string, trim int64, ref *layout.CheckpointRef, out *TrimResult) error {
 	for attempt := 0; ; attempt++ {
-		cur, etag, err := layout.LoadBinding(ctx, st, b.Topic, b.Partition)
-		if err != nil {
-			return fmt.Errorf("trim %s: read binding: %w", b.Name(), err)
+		cur := b
+		if attempt > 0 || etag == "" {
+			var err error
+			if cur, etag, err = layout.LoadBinding(ctx, st, b.Topic, b.Partition); err != nil {
+				return fmt.Errorf("trim %s: read binding: %w", b.Name(), err)
+			}
 		}
 		nb := *cur
 		changed := false
@@ -176,7 +227,7 @@ func finishBinding(ctx context.Context, st store.Store, b *layout.Binding, trim 
 			return nil
 		}
 		nb.Version++
-		_, err = layout.Replace(ctx, st, layout.BindingKey(b.Topic, b.Partition), &nb, etag)
+		_, err := layout.Replace(ctx, st, layout.BindingKey(b.Topic, b.Partition), &nb, etag)
 		if err == nil {
 			*b = nb
 			out.BindingMutated = true

@@ -426,6 +426,12 @@ func (f *File) writeTemp(key, dir string, data []byte) (string, time.Time, error
 	var last error
 	for range 5 {
 		if err := f.mkdirs(dir); err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				// A Delete dropped a folder it had just emptied while we
+				// were creating it: create it again.
+				last = err
+				continue
+			}
 			if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist) {
 				return "", time.Time{}, fmt.Errorf("put %s: a parent of the key is an object (file:// keeps keys as paths): %w", key, err)
 			}
@@ -557,8 +563,16 @@ func (f *File) Delete(ctx context.Context, key string, g Guard) error {
 	}
 	f.forget(key)
 	dir := path.Dir(key)
-	if err := f.syncDir(dir); err != nil {
-		return fmt.Errorf("delete %s: sync folder: %w", key, err)
+	// A concurrent Delete of a sibling may have dropped the folder once we
+	// emptied it: then its parent holds the change to make durable.
+	for d := dir; ; d = path.Dir(d) {
+		err := f.syncDir(d)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) || d == "." {
+			return fmt.Errorf("delete %s: sync folder: %w", key, err)
+		}
 	}
 	// Empty folders are not objects; drop them (best effort: a concurrent
 	// Put recreates what it needs).

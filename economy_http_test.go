@@ -163,3 +163,65 @@ func TestRateLimitHoldsOverRetriesS3(t *testing.T) {
 		t.Fatalf("%d attempts in %v", len(a), total)
 	}
 }
+
+// httpCounts runs nereusctl --stats and returns its store-call total and
+// its HTTP request total.
+func httpCounts(t *testing.T, env map[string]string, args ...string) (calls, http int64) {
+	t.Helper()
+	_, stderr := runEnv(t, env, 0, append(args, "--stats")...)
+	m, h := countsRe.FindStringSubmatch(stderr), httpRe.FindStringSubmatch(stderr)
+	if m == nil || h == nil {
+		t.Fatalf("%v --stats: no counts in\n%s", args, stderr)
+	}
+	for _, s := range m[1:] {
+		calls += atoi(s)
+	}
+	return calls, atoi(h[6])
+}
+
+// TestRequestEconomyHTTPTwoSizes: the claim of TestRequestEconomyTwoSizes
+// at the wire, on versitygw, at 2,000 and 20,000 records per partition.
+// With fresh checkpoints status, trim --dry-run and retention run --all
+// --dry-run send exactly the same HTTP requests at both sizes; with stale
+// ones (a tail to replay) the HTTP requests beyond the store calls (further
+// LIST pages, lost-response checks) are the same at both sizes: whatever
+// grows is the tail the store-call test accounts for, nothing the HTTP
+// layer adds.
+func TestRequestEconomyHTTPTwoSizes(t *testing.T) {
+	srv := s3server.Start(t)
+	type measure struct{ staleExtra, fresh map[string]int64 }
+	cmds := map[string][]string{
+		"status":        {"status"},
+		"trim-dry":      {"trim", "orders-0", "--to", "300", "--dry-run"},
+		"retention-dry": {"retention", "run", "--all", "--dry-run", "--now", "2100-01-01T00:00:00Z"},
+	}
+	at := func(records string) measure {
+		env := map[string]string{"NEREUSCTL_STORE": srv.URL("r" + records), "NEREUSCTL_S3_ENDPOINT": srv.Endpoint, "NEREUSCTL_S3_PATH_STYLE": "true", "XDG_CONFIG_HOME": t.TempDir(), "XDG_STATE_HOME": t.TempDir()}
+		runEnv(t, env, 0, "demo", "--records", records, "--partitions", "1", "--no-tour", "-q")
+		m := measure{staleExtra: map[string]int64{}, fresh: map[string]int64{}}
+		for name, args := range cmds {
+			if name == "retention-dry" {
+				continue // its dry run still writes nothing but reads every partition: measured fresh
+			}
+			calls, http := httpCounts(t, env, args...)
+			t.Logf("%s records, stale checkpoints: %s: %d store calls, %d HTTP requests", records, name, calls, http)
+			m.staleExtra[name] = http - calls
+		}
+		runEnv(t, env, 0, "checkpoint", "create", "--all", "-q")
+		for name, args := range cmds {
+			calls, http := httpCounts(t, env, args...)
+			t.Logf("%s records, fresh checkpoints: %s: %d store calls, %d HTTP requests", records, name, calls, http)
+			m.fresh[name] = http
+		}
+		return m
+	}
+	small, large := at("2000"), at("20000")
+	for name := range cmds {
+		if small.fresh[name] != large.fresh[name] {
+			t.Errorf("%s with fresh checkpoints: %d HTTP requests at 2,000 records, %d at 20,000", name, small.fresh[name], large.fresh[name])
+		}
+		if small.staleExtra[name] != large.staleExtra[name] {
+			t.Errorf("%s with stale checkpoints: %d HTTP requests beyond the store calls at 2,000 records, %d at 20,000", name, small.staleExtra[name], large.staleExtra[name])
+		}
+	}
+}

@@ -187,6 +187,8 @@ func jsonCases(offsets, garbage, fixture string) []jsonCase {
 		{"config get", "config get", "config", "demo", []string{"orders"}, 0, false},
 		{"config set", "config set", "config", "demo", []string{"orders-0", "retention.ms=86400000"}, 0, false},
 		{"checkpoint list", "checkpoint list", "checkpoint-list", "demo", []string{"orders-0"}, 0, false},
+		{"checkpoint list --all", "checkpoint list", "checkpoint-list-all", "demo", []string{"--all"}, 0, false},
+		{"checkpoint list of a missing and a readable partition", "checkpoint list", "checkpoint-list-all", "demo", []string{"orders-0", "nosuch-0"}, 1, false},
 		{"checkpoint inspect", "checkpoint inspect", "checkpoint-inspect", "demo", []string{"orders-0"}, 0, false},
 		{"checkpoint verify", "checkpoint verify", "checkpoint-verify", "demo", []string{"--all"}, 0, false},
 		{"checkpoint create --dry-run", "checkpoint create", "checkpoint-create", "demo", []string{"--all", "--dry-run"}, 0, false},

@@ -701,25 +701,8 @@ func (f RecordFailure) Err() error { return f.err }
 
 // RecordsAll lists every quarantine record (not the archived ones); a
 // record that cannot be read is returned as a failure and the others are
-// still listed. The error is the listing's own.
+// still listed. The error is the listing's own. It reads one record at a
+// time; RecordsParallel reads several at once.
 func RecordsAll(ctx context.Context, st store.Store) ([]layout.Quarantine, []RecordFailure, error) {
-	infos, err := st.List(ctx, layout.QuarantinePrefix)
-	if err != nil {
-		return nil, nil, err
-	}
-	out := []layout.Quarantine{}
-	bad := []RecordFailure{}
-	for _, in := range infos {
-		if strings.HasPrefix(in.Key, layout.QuarantinePrefix+"archive/") {
-			continue
-		}
-		var q layout.Quarantine
-		if _, err := layout.Load(ctx, st, in.Key, &q); err != nil {
-			err = fmt.Errorf("quarantine record %s: %w", in.Key, malformed(err))
-			bad = append(bad, RecordFailure{Key: in.Key, Error: err.Error(), err: err})
-			continue
-		}
-		out = append(out, q)
-	}
-	return out, bad, nil
+	return RecordsParallel(ctx, st, 1)
 }

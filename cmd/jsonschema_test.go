@@ -90,6 +90,12 @@ func TestJSONOutputSchemas(t *testing.T) {
 				t.Fatalf("nereusctl %s: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, c.code, out.String(), errb.String())
 			}
 			docs := [][]byte{out.Bytes()}
+			if c.schema == "stats" {
+				// --stats -o json: its document is stderr's last line
+				// (stdout keeps the command's own)
+				lines := bytes.Split(bytes.TrimSpace(errb.Bytes()), []byte("\n"))
+				docs = [][]byte{lines[len(lines)-1]}
+			}
 			if c.lines {
 				docs = bytes.Split(bytes.TrimSuffix(out.Bytes(), []byte("\n")), []byte("\n"))
 			} else if n := countJSONDocs(t, out.Bytes()); n != 1 {
@@ -164,6 +170,7 @@ func TestJSONSchemaCoverage(t *testing.T) {
 func jsonCases(offsets, garbage, fixture string) []jsonCase {
 	return []jsonCase{
 		{"status", "status", "status", "demo", nil, 0, false},
+		{"stats of a status", "status", "stats", "demo", []string{"--stats"}, 0, false},
 		{"status of named partitions", "status", "status", "demo", []string{"orders-0", "__consumer_offsets-0"}, 0, false},
 		{"status with data loss", "status", "status", "loss", nil, 3, false},
 		{"status with a blocked partition", "status", "status", "damaged", []string{"__consumer_offsets-0"}, 4, false},
@@ -180,6 +187,8 @@ func jsonCases(offsets, garbage, fixture string) []jsonCase {
 		{"config get", "config get", "config", "demo", []string{"orders"}, 0, false},
 		{"config set", "config set", "config", "demo", []string{"orders-0", "retention.ms=86400000"}, 0, false},
 		{"checkpoint list", "checkpoint list", "checkpoint-list", "demo", []string{"orders-0"}, 0, false},
+		{"checkpoint list --all", "checkpoint list", "checkpoint-list-all", "demo", []string{"--all"}, 0, false},
+		{"checkpoint list of a missing and a readable partition", "checkpoint list", "checkpoint-list-all", "demo", []string{"orders-0", "nosuch-0"}, 1, false},
 		{"checkpoint inspect", "checkpoint inspect", "checkpoint-inspect", "demo", []string{"orders-0"}, 0, false},
 		{"checkpoint verify", "checkpoint verify", "checkpoint-verify", "demo", []string{"--all"}, 0, false},
 		{"checkpoint create --dry-run", "checkpoint create", "checkpoint-create", "demo", []string{"--all", "--dry-run"}, 0, false},

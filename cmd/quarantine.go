@@ -33,7 +33,7 @@ for a record that does not decode, 1 for another failure.` + exitStatusHelp("3 w
 			if err != nil {
 				return err
 			}
-			recs, bad, err := verify.RecordsAll(ctx, st)
+			recs, bad, err := verify.RecordsParallel(ctx, st, g.parallel())
 			if err != nil {
 				return fmt.Errorf("quarantine list: %w", err)
 			}

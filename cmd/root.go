@@ -69,6 +69,11 @@ type globals struct {
 	log     *slog.Logger
 	st      store.Store
 	counter *store.Counter
+	// meter counts the HTTP attempts, bytes and retries (--stats) and
+	// holds the request budget of s3:// (--max-requests-per-second).
+	meter *store.Meter
+	// http is set when the store is s3:// (the meter's HTTP figures apply).
+	http bool
 	// isTTY reports whether stdout is a terminal (colours, maps).
 	isTTY bool
 	// stderrTTY reports whether stderr is a terminal: progress is drawn
@@ -110,7 +115,8 @@ func (g *globals) store(ctx context.Context) (store.Store, error) {
 	if g.st != nil {
 		return g.st, nil
 	}
-	st, err := openStore(ctx, g.cfg, g.createStore, g.logger())
+	g.meter = store.NewMeter(g.cfg.MaxRequestsPerSecond)
+	st, err := openMeteredStore(ctx, g.cfg, g.createStore, g.logger(), g.meter)
 	if err != nil {
 		if h := errorHint(err); h != "" {
 			// access or credentials refused: not a usage error
@@ -118,6 +124,7 @@ func (g *globals) store(ctx context.Context) (store.Store, error) {
 		}
 		return nil, exitcode.Wrap(exitcode.Usage, err, "check --store (file:///dir, file://./dir, s3://bucket/prefix) and the S3 flags")
 	}
+	g.http = isHTTPStore(st)
 	g.counter = store.NewCounter(st)
 	g.st = g.counter
 	return g.st, nil
@@ -157,7 +164,7 @@ func execute(ctx context.Context, g *globals, args []string, stdout io.Writer) i
 			"the work done so far is kept and every step is idempotent: rerun the same command, with a longer --timeout, to finish")
 	}
 	if g.cfg.Stats && g.counter != nil {
-		fmt.Fprintf(stderr, "requests: %s\n", g.counter.Counts())
+		g.writeStats(stderr)
 	}
 	if g.st != nil {
 		store.CloseStore(g.st)
@@ -371,10 +378,10 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 	f.String("s3-region", "", "S3 region (default from the AWS chain, else us-east-1)")
 	f.Bool("s3-path-style", false, "use path-style S3 addressing (most S3-compatible servers need it)")
 	f.Bool("s3-allow-http", false, "allow a plain http:// S3 endpoint that is not on loopback")
-	f.Float64("max-requests-per-second", 0, "limit store requests per second (0: unlimited; else at least 0.01)")
+	f.Float64("max-requests-per-second", 0, "limit store requests per second, retries included: on s3:// every HTTP request (0: unlimited; else at least 0.01)")
 	f.Int("parallel", 0, fmt.Sprintf("partitions worked on at once by commands over many partitions (0: the store's default, %d on s3://, %d on file://; at most %d)", fleet.DefaultS3, fleet.DefaultFile, fleet.Max))
 	f.Duration("lease-wait", lease.DefaultWait, "how long a command waits for a partition another job holds (its partition lease) before it reports that partition blocked (exit 4); 0s: not at all")
-	f.Bool("stats", false, "print the store request counts (GET/PUT/LIST/HEAD/DELETE) to stderr at the end")
+	f.Bool("stats", false, "print the store request counts to stderr at the end: store calls by verb, retries, and on s3:// the HTTP requests by method and the bytes sent and received (-o json: one JSON line)")
 	f.BoolP("quiet", "q", false, "print no progress and no tour; errors still go to stderr")
 	f.Duration("request-timeout", DefaultRequestTimeout, "cut a store request (HEAD, GET with its body, PUT, DELETE, LIST) that has not finished after this long; it is retried like a transient failure. 0s: no limit")
 	f.Duration("timeout", 0, "end the whole command after this long (exit 1, \"timed out\"); the work done so far is kept and a rerun resumes it. 0s: no limit")

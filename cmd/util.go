@@ -23,6 +23,15 @@ func isTerminal(w io.Writer) bool {
 // log (nil: none) gets each store request at debug level, retries and lost
 // preconditions at info, give-ups at warn.
 func openStore(ctx context.Context, cfg Config, create bool, log *slog.Logger) (store.Store, error) {
+	return openMeteredStore(ctx, cfg, create, log, store.NewMeter(cfg.MaxRequestsPerSecond))
+}
+
+// openMeteredStore is openStore accounting in meter (--stats). The request
+// budget (--max-requests-per-second) bounds what the store is sent: on
+// s3:// every HTTP attempt (the meter's, at the wire, retries included);
+// on file:// and mem:// every store call (WithRateLimit under WithRetry,
+// so each retry waits its turn too).
+func openMeteredStore(ctx context.Context, cfg Config, create bool, log *slog.Logger, meter *store.Meter) (store.Store, error) {
 	st, err := store.Open(ctx, cfg.Store, store.OpenOptions{
 		S3Endpoint:  cfg.S3Endpoint,
 		S3Region:    cfg.S3Region,
@@ -30,17 +39,20 @@ func openStore(ctx context.Context, cfg Config, create bool, log *slog.Logger) (
 		S3AllowHTTP: cfg.S3AllowHTTP,
 		Create:      create,
 		Log:         log,
+		Meter:       meter,
 	})
 	if err != nil {
 		return nil, err
 	}
+	_, http := st.(*store.S3)
 	st = store.WithTimeout(st, cfg.RequestTimeout) // each attempt, under the retry
 	st = store.WithLog(st, log)
-	if cfg.MaxRequestsPerSecond > 0 {
+	if cfg.MaxRequestsPerSecond > 0 && !http {
 		st = store.WithRateLimit(st, cfg.MaxRequestsPerSecond)
 	}
 	p := store.DefaultRetryPolicy()
 	p.Log = log
+	p.Meter = meter
 	return store.WithRetry(st, p), nil
 }
 

@@ -16,6 +16,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,11 +51,12 @@ func main() {
 	records := flag.Int("records", 0, "records across the demo cluster (default 30 per partition)")
 	delay := flag.Duration("delay", 20*time.Millisecond, "delay the proxy adds to every request")
 	only := flag.String("only", "", "comma-separated commands to run (status,retention-dry,retention,checkpoint-verify,verify,gc-dry,shards)")
+	subset := flag.Int("subset", 100, "--parallel 1 runs cover only N partitions spread evenly over the store's (named on the command line) where the command takes a partition list: one at a time at 20 ms a request, the whole fleet would take hours")
 	flag.Parse()
 	if *bin == "" {
 		fail(errors.New("-bin is required"))
 	}
-	if err := run(*bin, *gw, *partitions, *records, *delay, *only); err != nil {
+	if err := run(*bin, *gw, *partitions, *records, *delay, *only, *subset); err != nil {
 		fail(err)
 	}
 }
@@ -72,9 +75,10 @@ type result struct {
 	peakRSSMiB float64
 	inFlight   int64
 	exit       int
+	stdout     string
 }
 
-func run(bin, gwBin string, partitions, records int, delay time.Duration, only string) error {
+func run(bin, gwBin string, partitions, records int, delay time.Duration, only string, subset int) error {
 	ctx := context.Background()
 	work, err := os.MkdirTemp("", "nereus-scale-")
 	if err != nil {
@@ -115,10 +119,12 @@ func run(bin, gwBin string, partitions, records int, delay time.Duration, only s
 		}
 		fmt.Printf("setup: demo into s3://%s/%s directly (no delay): %.1f s\n", bucket, p, time.Since(t0).Seconds())
 	}
-	n, err := countBindings(bin, env, endpoint, prefixes[0])
+	names, err := listBindings(bin, env, endpoint, prefixes[0])
 	if err != nil {
 		return err
 	}
+	n := len(names)
+	first := spread(names, subset)
 	proxy, err := latencyproxy.Start(endpoint, delay)
 	if err != nil {
 		return err
@@ -140,17 +146,21 @@ func run(bin, gwBin string, partitions, records int, delay time.Duration, only s
 	if hasYes {
 		retentionArgs = append(retentionArgs, "--yes")
 	}
+	// lists: the command takes TOPIC-PARTITION... in place of its --all
+	// (gc is store-wide: its --parallel 1 run covers every partition).
 	cmds := []struct {
-		name string
-		args []string
+		name  string
+		args  []string
+		lists bool
 	}{
-		{"status", []string{"status"}},
-		{"retention-dry", append(append([]string{}, retentionArgs...), "--dry-run")},
-		{"checkpoint-verify", []string{"checkpoint", "verify", "--all"}},
-		{"verify", []string{"verify", "--all"}},
-		{"gc-dry", []string{"gc", "--dry-run"}},
-		{"retention", retentionArgs},
+		{"status", []string{"status", "--all"}, true},
+		{"retention-dry", append(append([]string{}, retentionArgs...), "--dry-run"), true},
+		{"checkpoint-verify", []string{"checkpoint", "verify", "--all"}, true},
+		{"verify", []string{"verify", "--all"}, true},
+		{"gc-dry", []string{"gc", "--dry-run"}, false},
+		{"retention", append(append([]string{}, retentionArgs...), "-o", "json"), true},
 	}
+	fmt.Printf("--parallel 1 runs: %d partitions spread evenly over the %d (every topic's), named on the command line (gc: the whole store); the default runs: all %d\n", len(first), n, n)
 	for _, c := range cmds {
 		if !want(c.name) {
 			continue
@@ -161,19 +171,35 @@ func run(bin, gwBin string, partitions, records int, delay time.Duration, only s
 			settings = [][]string{{"--parallel", "1"}, nil}
 			labels = []string{"1", "default"}
 		}
+		var rates []float64
 		for i, extra := range settings {
 			prefix := prefixes[0]
 			if c.name == "retention" {
 				prefix = prefixes[i]
 			}
+			args, parts, label := c.args, n, labels[i]
+			if labels[i] == "1" && c.lists {
+				args, parts = withPartitions(c.args, first), len(first)
+				label = fmt.Sprintf("1 (%d of them)", parts)
+			}
+			args = statusArgs(bin, env, args)
 			proxy.ResetCounts()
-			r := measure(bin, env, proxy.URL, prefix, extra, c.args...)
-			r.name, r.parallel, r.partitions = c.name, labels[i], n
+			r := measure(bin, env, proxy.URL, prefix, extra, args...)
+			r.name, r.parallel, r.partitions = c.name, label, parts
 			r.requests, r.inFlight = proxy.Requests(), proxy.PeakInFlight()
 			printResult(r)
+			if c.name == "retention" {
+				fmt.Printf("  retention trimmed %s\n", trimmed(r.stdout))
+			}
+			rates = append(rates, float64(r.partitions)/r.seconds)
+		}
+		if len(rates) == 2 && rates[0] > 0 {
+			fmt.Printf("  %s: default / --parallel 1 = %.1fx partitions/s (same run)\n", c.name, rates[1]/rates[0])
 		}
 	}
-	if want("shards") {
+	if want("shards") && !helpHas(bin, env, "--shard", "retention", "run") {
+		fmt.Println("shards: this binary's retention run has no --shard: skipped")
+	} else if want("shards") {
 		// Four shard processes at once against one process, both dry runs
 		// (they must not change the store between the two).
 		args := append(append([]string{}, retentionArgs...), "--dry-run")
@@ -185,17 +211,18 @@ func run(bin, gwBin string, partitions, records int, delay time.Duration, only s
 		t0 := time.Now()
 		var wg sync.WaitGroup
 		exits := make([]int, 4)
+		rss := make([]float64, 4)
 		for i := range 4 {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				r := measure(bin, env, proxy.URL, prefixes[0], []string{"--shard", fmt.Sprintf("%d/4", i)}, args...)
-				exits[i] = r.exit
+				exits[i], rss[i] = r.exit, r.peakRSSMiB
 			}()
 		}
 		wg.Wait()
 		four := result{name: "retention-dry 4 shards at once", parallel: "default", seconds: time.Since(t0).Seconds(), partitions: n,
-			requests: proxy.Requests(), inFlight: proxy.PeakInFlight(), exit: maxInt(exits)}
+			requests: proxy.Requests(), inFlight: proxy.PeakInFlight(), exit: maxInt(exits), peakRSSMiB: slices.Max(rss)}
 		printResult(four)
 		if four.seconds > 0 {
 			fmt.Printf("4 shards / 1 process speed-up: %.2fx (exits %v)\n", one.seconds/four.seconds, exits)
@@ -227,12 +254,12 @@ func measure(bin string, env []string, endpoint, prefix string, extra []string, 
 	}
 	cmd := exec.Command(bin, full...)
 	cmd.Env = env
-	var stderr bytes.Buffer
-	cmd.Stdout = nil
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
 	t0 := time.Now()
 	err := cmd.Run()
-	r := result{seconds: time.Since(t0).Seconds()}
+	r := result{seconds: time.Since(t0).Seconds(), stdout: stdout.String()}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
 		r.exit = ee.ExitCode()
@@ -265,18 +292,81 @@ func helpHas(bin string, env []string, flagName string, sub ...string) bool {
 	return bytes.Contains(out, []byte(flagName+" "))
 }
 
-func countBindings(bin string, env []string, endpoint, prefix string) (int, error) {
+// listBindings returns the store's partitions (TOPIC-PARTITION), in the
+// order of their binding keys.
+func listBindings(bin string, env []string, endpoint, prefix string) ([]string, error) {
 	cmd := exec.Command(bin, "--store", "s3://"+bucket+"/"+prefix, "--s3-endpoint", endpoint, "--s3-path-style", "store", "ls", "bindings/")
 	cmd.Env = env
 	out, err := cmd.Output()
 	if err != nil {
-		return 0, fmt.Errorf("store ls bindings/: %w", err)
+		return nil, fmt.Errorf("store ls bindings/: %w", err)
 	}
-	n := strings.Count(string(out), ".json")
-	if n == 0 {
-		return 0, errors.New("no bindings after the demo")
+	var names []string
+	for _, f := range strings.Fields(string(out)) {
+		rest, ok := strings.CutPrefix(f, "bindings/")
+		if !ok || !strings.HasSuffix(rest, ".json") {
+			continue
+		}
+		topic, part, ok := strings.Cut(strings.TrimSuffix(rest, ".json"), "/")
+		if !ok {
+			continue
+		}
+		names = append(names, topic+"-"+part)
 	}
-	return n, nil
+	if len(names) == 0 {
+		return nil, errors.New("no bindings after the demo")
+	}
+	return names, nil
+}
+
+// spread picks k of names evenly (all of them when k >= len(names)), so
+// that a subset has partitions of every topic (the coordinator topics come
+// first in key order, and they are not the ones retention trims).
+func spread(names []string, k int) []string {
+	if k >= len(names) || k <= 0 {
+		return names
+	}
+	out := make([]string, 0, k)
+	for i := range k {
+		out = append(out, names[i*len(names)/k])
+	}
+	return out
+}
+
+// withPartitions is args with --all replaced by the partitions named.
+func withPartitions(args, names []string) []string {
+	var out []string
+	for _, a := range args {
+		if a == "--all" {
+			out = append(out, names...)
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// statusArgs drops status's --all where the binary's status has none
+// (status alone covers every partition there).
+func statusArgs(bin string, env []string, args []string) []string {
+	if len(args) == 0 || args[0] != "status" || helpHas(bin, env, "--all", "status") {
+		return args
+	}
+	return withPartitions(args, nil)
+}
+
+// trimmed reads retention run's -o json summary: partitions trimmed and
+// unchanged.
+func trimmed(stdout string) string {
+	var doc struct {
+		Summary struct {
+			Trimmed, Unchanged, Errors int
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		return "(no JSON summary: " + err.Error() + ")"
+	}
+	return fmt.Sprintf("%d partitions, %d unchanged, %d errors", doc.Summary.Trimmed, doc.Summary.Unchanged, doc.Summary.Errors)
 }
 
 func gatewayBinary(flagValue string) (string, error) {

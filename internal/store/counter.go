@@ -10,8 +10,9 @@ import (
 // Counter is the request-counting decorator: it counts the calls made to
 // the store it wraps, by verb. Placed directly over a backend (under
 // WithRetry), it counts every attempt. Requests a backend makes on its own
-// (the AWS SDK's internal retries, the HEAD/GET of the lost-response check
-// after a 412) are not Store calls and are not counted.
+// (the HEAD/GET of the lost-response check after a 412, an If-Match
+// Delete's HEAD) are not Store calls and are not counted here; on s3://
+// the Meter counts every HTTP request.
 type Counter struct {
 	s                            Store
 	get, head, list, put, delete atomic.Int64

@@ -25,3 +25,6 @@ func SetMaxDirsCached(n int) func() {
 	maxDirsCached = n
 	return func() { maxDirsCached = old }
 }
+
+// Opens is how many times f opened an object for reading.
+func Opens(f *File) int64 { return f.opens.Load() }

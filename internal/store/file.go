@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -86,6 +87,10 @@ type File struct {
 	// a walk of every path component (file_linux.go).
 	dirMu    sync.Mutex
 	dirFiles map[string]*os.File
+
+	// opens counts the objects opened for reading (tests: one open per
+	// object on the one-step read).
+	opens atomic.Int64
 }
 
 var (
@@ -251,6 +256,7 @@ func (f *File) openRead(key string) (*os.File, error) {
 	if fh, ok := f.openInFolder(key); ok {
 		return fh, nil
 	}
+	f.opens.Add(1)
 	return f.root.Open(key)
 }
 
@@ -294,6 +300,7 @@ func (f *File) Get(ctx context.Context, key string, r *Range) ([]byte, error) {
 // getGeneral is Get through the store root, for what the fast read in the
 // folder did not take (a symlink, a missing key, a folder, an I/O error).
 func (f *File) getGeneral(key string, r *Range) ([]byte, error) {
+	f.opens.Add(1)
 	fh, err := f.root.Open(key)
 	if err != nil {
 		return nil, mapErr("get", key, err)

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,16 +33,33 @@ const digestAttr = "user.nereus.digest"
 
 // readDigestAttr reads the digest remembered on the file, if any.
 func readDigestAttr(fh *os.File) (digestEntry, bool) {
-	buf := make([]byte, 256)
-	n, err := unix.Fgetxattr(int(fh.Fd()), digestAttr, buf)
+	return readDigestAttrFD(int(fh.Fd()))
+}
+
+// readDigestAttrFD is readDigestAttr on a raw descriptor.
+func readDigestAttrFD(fd int) (digestEntry, bool) {
+	var buf [256]byte
+	n, err := unix.Fgetxattr(fd, digestAttr, buf[:])
 	if err != nil {
 		return digestEntry{}, false
 	}
-	var e digestEntry
-	var v string
-	if _, err := fmt.Sscanf(string(buf[:n]), "%s %d %d %d %s %s", &v, &e.size, &e.mtime, &e.recorded, &e.d.md5, &e.d.sha); err != nil || v != "v1" {
+	return parseDigestAttr(string(buf[:n]))
+}
+
+// parseDigestAttr decodes "v1 SIZE MTIME RECORDED MD5 SHA256".
+func parseDigestAttr(v string) (digestEntry, bool) {
+	fields := strings.Fields(v)
+	if len(fields) != 6 || fields[0] != "v1" {
 		return digestEntry{}, false
 	}
+	var e digestEntry
+	var err error
+	for i, p := range []*int64{&e.size, &e.mtime, &e.recorded} {
+		if *p, err = strconv.ParseInt(fields[i+1], 10, 64); err != nil {
+			return digestEntry{}, false
+		}
+	}
+	e.d.md5, e.d.sha = fields[4], fields[5]
 	if !isPlainETag(e.d.md5) || len(e.d.sha) != 64 || strings.Trim(e.d.sha, "0123456789abcdef") != "" {
 		return digestEntry{}, false
 	}
@@ -92,6 +111,7 @@ func (f *File) openFD(key string) (int, bool) {
 		return -1, false
 	}
 	fd := -1
+	f.opens.Add(1)
 	cerr := rc.Control(func(dfd uintptr) {
 		fd, err = unix.Openat(int(dfd), name, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
 	})
@@ -145,4 +165,68 @@ func (f *File) readInFolder(key string, r *Range, buf []byte) ([]byte, bool) {
 		n += m
 	}
 	return buf, true
+}
+
+// hashInlineMax is the size up to which the one-step read hashes the
+// bytes it read rather than read the digest attribute: on a small object
+// an MD5 and a SHA-256 in memory cost less than a system call.
+const hashInlineMax = 64 << 10
+
+// readInfoInFolder reads the whole of key into buf[:0] (grown when too
+// small) with its info as Head reports it, opening it once: openFD,
+// fstat, pread, close. The digests come from memory when remembered for
+// this version of the file, else from the bytes just read (small objects)
+// or the digest attribute (large ones), else from the bytes. ok is false
+// on any failure, for the general path to decide.
+func (f *File) readInfoInFolder(key string, buf []byte) ([]byte, ObjectInfo, bool) {
+	fd, ok := f.openFD(key)
+	if !ok {
+		return nil, ObjectInfo{}, false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, ObjectInfo{}, false
+	}
+	id := fileID{dev: uint64(st.Dev), ino: st.Ino, ok: true}
+	mtime := time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
+	fresh := func(e digestEntry) bool {
+		return e.id == id && e.size == st.Size && e.mtime == mtime.UnixNano() && e.recorded-e.mtime > int64(racyWindow)
+	}
+	f.mu.Lock()
+	e, known := f.cache[key]
+	f.mu.Unlock()
+	known = known && fresh(e)
+	if !known && st.Size > hashInlineMax {
+		if e, known = readDigestAttrFD(fd); known {
+			e.id = id
+			if known = fresh(e); known {
+				f.store(key, e)
+			}
+		}
+	}
+	if int64(cap(buf)) < st.Size {
+		buf = make([]byte, st.Size)
+	}
+	buf = buf[:st.Size]
+	for n := 0; n < len(buf); {
+		m, err := unix.Pread(fd, buf[n:], int64(n))
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || m == 0 {
+			return nil, ObjectInfo{}, false // truncated meanwhile, or an I/O error
+		}
+		n += m
+	}
+	if !known {
+		// The digests of the bytes returned. Remembered only for a file
+		// older than the racy window (fresh): one edited while it was
+		// read has a newer mtime, which no later lookup matches.
+		e = digestEntry{id: id, size: st.Size, mtime: mtime.UnixNano(), recorded: time.Now().UnixNano(), d: digest{md5: ETagOf(buf), sha: SHA256Of(buf)}}
+		if fresh(e) {
+			f.store(key, e)
+		}
+	}
+	return buf, ObjectInfo{Key: key, Size: st.Size, ETag: e.d.md5, SHA256: e.d.sha, Modified: mtime}, true
 }

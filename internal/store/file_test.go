@@ -457,3 +457,87 @@ func TestFileConcurrentReadsThroughCacheChurn(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// GetInfoInto reads an object and its info (what Head reports) with one
+// open, into the caller's buffer: for a fresh file (digests hashed from
+// the bytes read and remembered), a remembered one (a second store reads
+// the digest attribute), an in-place edit (noticed), a missing key
+// (ErrNotFound), and through the decorators (Counter counts a HEAD and a
+// GET). Head and Get open it twice.
+func TestFileGetInfoIntoOpensOnce(t *testing.T) {
+	f := newFile(t)
+	ctx := context.Background()
+	var keys []string
+	for i := range 10 {
+		k := fmt.Sprintf("streams/s/objects/%020d-1.kb", i)
+		if _, err := f.Put(ctx, k, []byte(strings.Repeat(string(rune('a'+i)), 100+i)), store.None()); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, k)
+	}
+	check := func(st store.Store, f *store.File, what string) {
+		t.Helper()
+		before := store.Opens(f)
+		buf := make([]byte, 0, 4096)
+		for _, k := range keys {
+			data, info, err := store.GetInfoInto(ctx, st, k, buf)
+			if err != nil {
+				t.Fatalf("%s: %s: %v", what, k, err)
+			}
+			want, err := f.Get(ctx, k, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			head, err := f.Head(ctx, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(data, want) || info.Size != head.Size || info.ETag != head.ETag || info.SHA256 != head.SHA256 || !info.Modified.Equal(head.Modified) {
+				t.Fatalf("%s: %s: %+v, Head says %+v", what, k, info, head)
+			}
+			if info.ETag != store.ETagOf(want) || info.SHA256 != store.SHA256Of(want) {
+				t.Fatalf("%s: %s: digests %+v do not match the bytes", what, k, info)
+			}
+			if &data[0] != &buf[:1][0] {
+				t.Fatalf("%s: the buffer was not reused", what)
+			}
+		}
+		// Get and Head above opened each object twice more.
+		if got := store.Opens(f) - before - 2*int64(len(keys)); got != int64(len(keys)) {
+			t.Fatalf("%s: %d opens for %d objects, want one each", what, got, len(keys))
+		}
+	}
+	check(f, f, "fresh")
+	// Aged past the racy window: the digests are remembered (memory and
+	// attribute); a second store reads them from the attribute.
+	old := time.Now().Add(-time.Hour)
+	for _, k := range keys {
+		os.Chtimes(filepath.Join(f.Dir(), filepath.FromSlash(k)), old, old)
+	}
+	check(f, f, "aged")
+	g, err := store.NewFile(f.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	c := store.NewCounter(g)
+	check(store.WithRetry(c, store.DefaultRetryPolicy()), g, "second store through the decorators")
+	if n := c.Counts(); n[store.VerbHead] != int64(len(keys)) || n[store.VerbGet] != int64(len(keys)) {
+		t.Fatalf("counter %s", n)
+	}
+	// An in-place edit of a remembered file is noticed.
+	path := filepath.Join(f.Dir(), filepath.FromSlash(keys[3]))
+	fh, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fh.WriteAt([]byte("Z"), 5)
+	fh.Close()
+	data, info, err := store.GetInfoInto(ctx, f, keys[3], nil)
+	if err != nil || info.ETag != store.ETagOf(data) || data[5] != 'Z' {
+		t.Fatalf("after an in-place edit: %+v, %v", info, err)
+	}
+	if _, _, err := store.GetInfoInto(ctx, f, "streams/s/objects/missing.kb", nil); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("missing key: %v", err)
+	}
+}

@@ -27,6 +27,10 @@ type OpenOptions struct {
 	Create bool
 	// Log receives the backend's own diagnostics (nil: none).
 	Log *slog.Logger
+	// Meter counts and rate-limits the s3:// backend's HTTP attempts
+	// (nil: none). file:// and mem:// send none; their budget is
+	// WithRateLimit's, per store call.
+	Meter *Meter
 }
 
 // Open opens the store named by rawURL:
@@ -83,6 +87,7 @@ func Open(ctx context.Context, rawURL string, opt OpenOptions) (Store, error) {
 			PathStyle: opt.S3PathStyle,
 			AllowHTTP: opt.S3AllowHTTP,
 			Log:       opt.Log,
+			Meter:     opt.Meter,
 		})
 	case "mem":
 		return openMem(rest), nil

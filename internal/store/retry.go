@@ -22,6 +22,8 @@ type RetryPolicy struct {
 	// precondition of a guarded write (info; after an ambiguous attempt,
 	// with the check whether ours landed). Nil logs nothing.
 	Log *slog.Logger
+	// Meter counts each retry (nil: not counted).
+	Meter *Meter
 }
 
 // DefaultRetryPolicy: 6 tries, backoff from 100 ms up to 5 s.
@@ -93,6 +95,7 @@ func (r *Retry) do(ctx context.Context, name, key string, op func() error) (ambi
 		if !errors.Is(err, ErrConflict) {
 			ambiguous = true
 		}
+		r.p.Meter.retry()
 		wait := rand.N(ceiling) + 1
 		r.p.Log.Info("store retry", "op", name, "key", key, "attempt", attempt, "error", err, "wait", wait)
 		t := time.NewTimer(wait)

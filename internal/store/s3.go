@@ -12,15 +12,15 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"sort"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
-	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -48,6 +48,9 @@ type S3Config struct {
 	AllowHTTP bool
 	// Log receives the backend's diagnostics (nil: none).
 	Log *slog.Logger
+	// Meter counts every HTTP attempt and holds the request budget (nil:
+	// none).
+	Meter *Meter
 }
 
 // S3 is the s3:// backend (aws-sdk-go-v2).
@@ -60,10 +63,11 @@ type S3Config struct {
 // missing key). Every Put sends the full-object SHA-256 (x-amz-checksum-
 // sha256), which the server verifies and keeps; Head asks for it back.
 //
-// The SDK retries transient failures itself (standard retryer, without the
-// client-side retry token bucket). Because such a retry can hide a lost
-// response, an IfAbsent Put that meets 412 always compares the stored bytes
-// with its own (ConfirmIfAbsent).
+// The SDK does not retry (aws.NopRetryer): WithRetry is the one retry
+// layer, so every HTTP attempt is one it decided on, and S3Config.Meter
+// counts and rate-limits each at the wire. An IfAbsent Put that meets 412
+// still compares the stored bytes with its own (ConfirmIfAbsent): a
+// concurrent writer of the same bytes is a success too.
 type S3 struct {
 	client *s3.Client
 	bucket string
@@ -125,14 +129,16 @@ func newS3Client(ctx context.Context, c S3Config) (*s3.Client, string, error) {
 	}
 
 	opts := []func(*config.LoadOptions) error{
-		config.WithRetryer(func() aws.Retryer {
-			// No client-side retry token bucket: under contention (many
-			// 409/412s, a slow local server) it turns retries into
-			// "retry quota exceeded" failures.
-			return retry.NewStandard(func(o *retry.StandardOptions) {
-				o.RateLimiter = ratelimit.None
-			})
-		}),
+		// One retry layer, and it is WithRetry's, not the SDK's: the SDK
+		// sends each attempt once (see S3). WithRetry knows which attempts
+		// were ambiguous (a timeout, a reset, a 5xx may hide a completed
+		// write) and reconciles a guarded write that then meets 412:
+		// IfAbsent by comparing bytes, IfMatch by the ETag of our bytes, a
+		// Delete by the object being gone. A retry inside the SDK would hide
+		// that ambiguity from it (an IfMatch Put whose first response was
+		// lost would come back as a bare 412), multiply its attempts (3 per
+		// call, 18 per 6 tries) and send requests no counter or budget saw.
+		config.WithRetryer(func() aws.Retryer { return aws.NopRetryer{} }),
 	}
 	if c.Region != "" {
 		opts = append(opts, config.WithRegion(c.Region))
@@ -180,6 +186,18 @@ func loadS3Client(ctx context.Context, c S3Config, opts []func(*config.LoadOptio
 		cfg.Credentials = aws.NewCredentialsCache(credentialsGuard{cfg.Credentials})
 	}
 	client = s3.NewFromConfig(cfg, func(o *s3.Options) {
+		o.Retryer = aws.NopRetryer{}
+		if b, ok := o.HTTPClient.(*awshttp.BuildableClient); ok {
+			// --parallel N keeps up to N requests in flight: keep that
+			// many connections alive rather than redialling (the
+			// default keeps 10 per host).
+			o.HTTPClient = b.WithTransportOptions(func(t *http.Transport) {
+				t.MaxIdleConnsPerHost = max(t.MaxIdleConnsPerHost, 256)
+				t.MaxIdleConns = max(t.MaxIdleConns, 256)
+			})
+		}
+		// Every attempt is counted and waits for the request budget.
+		o.HTTPClient = c.Meter.MeteredClient(o.HTTPClient)
 		// o.BaseEndpoint holds what the SDK resolved from the environment
 		// and the shared config; --s3-endpoint overrides it.
 		raw := c.Endpoint

@@ -189,12 +189,16 @@ func TestS3ServerDown(t *testing.T) {
 	}
 }
 
-// The lost-response rule inside the backend: a proxy in front of versitygw
-// forwards the first IfAbsent PUT, lets it complete, then drops the
-// connection. The AWS SDK retries on its own, meets 412, and the backend
-// compares the stored bytes: success for ours, ErrPreconditionFailed for
-// anyone else's. The caller's Counter sees one PUT either way.
-func TestS3LostResponseInsideSDK(t *testing.T) {
+// The lost-response rule with one retry layer: a proxy in front of
+// versitygw forwards a guarded PUT, lets it complete, then drops the
+// connection. The SDK does not retry (aws.NopRetryer): the backend's error
+// is ambiguous, WithRetry tries again, meets 412 and checks whether ours
+// landed: IfAbsent by the stored bytes (success for ours,
+// ErrPreconditionFailed for anyone else's), IfMatch by the ETag of our bytes
+// (a retry inside the SDK returned that 412 bare: a lost update reported for
+// a write that landed). Every attempt reaches the Counter under WithRetry
+// and the Meter at the HTTP client.
+func TestS3LostResponseReconciledByRetry(t *testing.T) {
 	_, srv := newS3(t, "")
 	target, _ := url.Parse(srv.Endpoint)
 	proxy := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
@@ -204,7 +208,8 @@ func TestS3LostResponseInsideSDK(t *testing.T) {
 	var drop atomic.Int32
 	var dropped atomic.Int32
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut && r.Header.Get("If-None-Match") == "*" && drop.Add(-1) >= 0 {
+		guarded := r.Header.Get("If-None-Match") == "*" || r.Header.Get("If-Match") != ""
+		if r.Method == http.MethodPut && guarded && drop.Add(-1) >= 0 {
 			rec := httptest.NewRecorder()
 			proxy.ServeHTTP(rec, r) // the write happens...
 			dropped.Add(1)
@@ -213,32 +218,58 @@ func TestS3LostResponseInsideSDK(t *testing.T) {
 		proxy.ServeHTTP(w, r)
 	}))
 	defer hs.Close()
-	s, err := store.NewS3(context.Background(), store.S3Config{Bucket: srv.Bucket, Endpoint: hs.URL})
+	meter := store.NewMeter(0)
+	s, err := store.NewS3(context.Background(), store.S3Config{Bucket: srv.Bucket, Endpoint: hs.URL, Meter: meter})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := store.NewCounter(s)
+	r := store.WithRetry(c, store.RetryPolicy{Attempts: 4, Initial: time.Millisecond, Max: 5 * time.Millisecond, Meter: meter})
 	ctx := context.Background()
 
 	data := []byte("immutable data object")
 	drop.Store(1)
-	info, err := c.Put(ctx, "streams/s/objects/0-1.kb", data, store.IfAbsent())
+	info, err := r.Put(ctx, "streams/s/objects/0-1.kb", data, store.IfAbsent())
 	if err != nil {
-		t.Fatalf("if-absent put whose response was lost inside the SDK: %v", err)
+		t.Fatalf("if-absent put whose response was lost: %v", err)
 	}
 	if dropped.Load() != 1 || info.ETag != store.ETagOf(data) || info.SHA256 != store.SHA256Of(data) {
 		t.Fatalf("dropped %d responses; info %+v", dropped.Load(), info)
 	}
+	if n := c.Counts()[store.VerbPut]; n != 2 {
+		t.Fatalf("counter saw %d PUTs, want 2 (the lost attempt and the retry)", n)
+	}
 	drop.Store(1)
-	_, err = c.Put(ctx, "streams/s/objects/0-1.kb", []byte("different bytes!!!!!!"), store.IfAbsent())
+	_, err = r.Put(ctx, "streams/s/objects/0-1.kb", []byte("different bytes!!!!!!"), store.IfAbsent())
 	if !errors.Is(err, store.ErrPreconditionFailed) {
 		t.Fatalf("other bytes, lost response: %v", err)
 	}
-	if got, _ := c.Get(ctx, "streams/s/objects/0-1.kb", nil); string(got) != string(data) {
+	if got, _ := r.Get(ctx, "streams/s/objects/0-1.kb", nil); string(got) != string(data) {
 		t.Fatalf("stored %q", got)
 	}
-	if n := c.Counts()[store.VerbPut]; n != 2 {
-		t.Fatalf("counter saw %d PUTs, want 2 (SDK retries are internal)", n)
+
+	// IfMatch: the replacement lands, its response is lost, the retry
+	// meets 412 against our own new ETag: a success.
+	doc := []byte(`{"version": 1}`)
+	first, err := r.Put(ctx, "streams/s/head.json", doc, store.IfAbsent())
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := []byte(`{"version": 2}`)
+	drop.Store(1)
+	info, err = r.Put(ctx, "streams/s/head.json", next, store.IfMatch(first.ETag))
+	if err != nil {
+		t.Fatalf("if-match put whose response was lost: %v", err)
+	}
+	if info.ETag != store.ETagOf(next) {
+		t.Fatalf("if-match put: %+v", info)
+	}
+	if dropped.Load() != 3 {
+		t.Fatalf("dropped %d responses, want 3", dropped.Load())
+	}
+	m := meter.Stats()
+	if m.Retries != 3 || m.Methods[http.MethodPut] != c.Counts()[store.VerbPut] {
+		t.Fatalf("meter %+v, counter %s: every attempt is one HTTP request, each lost one retried once", m, c.Counts())
 	}
 }
 

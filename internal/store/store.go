@@ -14,7 +14,11 @@
 //	limited := WithRateLimit(counter, rps)  // each attempt waits its turn
 //	s := WithRetry(limited, DefaultRetryPolicy())
 //
-// and NewFaulty goes directly over the backend in tests. WithLog (each
+// and NewFaulty goes directly over the backend in tests. WithRetry is the
+// only retry layer (the S3 SDK's own retryer is off), so on s3:// each
+// attempt it makes is one HTTP request, which a Meter (OpenOptions.Meter)
+// counts, with its bytes, and rate-limits at the HTTP client: there the
+// budget is the Meter's, not WithRateLimit's. WithLog (each
 // request at debug level) goes directly over the backend, so it logs every
 // attempt; WithRetry logs its retries and give-ups on RetryPolicy.Log.
 // CloseStore closes a backend through its decorators (each has Unwrap).

@@ -575,8 +575,11 @@ func checkObjects(ctx context.Context, st store.Store, ts []target, o Options, r
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var buf []byte // one read buffer per worker, reused object after object
 			for t := range jobs {
-				fs, hashed := checkObject(ctx, st, t, o)
+				var fs []Finding
+				var hashed int64
+				fs, hashed, buf = checkObject(ctx, st, t, o, buf)
 				mu.Lock()
 				out = append(out, fs...)
 				rep.Objects++
@@ -602,16 +605,30 @@ func checkObjects(ctx context.Context, st store.Store, ts []target, o Options, r
 	return out
 }
 
-func checkObject(ctx context.Context, st store.Store, t target, o Options) ([]Finding, int64) {
+// checkObject checks one target. With Deep (inside the sample) it reads
+// the object and its info in one step (store.GetInfoInto: one open on
+// file://) into buf, which it returns (grown) for the next object.
+func checkObject(ctx context.Context, st store.Store, t target, o Options, buf []byte) ([]Finding, int64, []byte) {
 	f := func(check, expected, found, detail string) Finding {
 		return Finding{Scope: t.scope, Gen: t.gen, Object: t.ref.Key, Check: check, Expected: expected, Found: found, Detail: detail}
 	}
-	info, err := st.Head(ctx, t.ref.Key)
+	deep := o.Deep && o.Sample.Has(t.ref.Key)
+	var info store.ObjectInfo
+	var data []byte
+	var err error
+	if deep {
+		data, info, err = store.GetInfoInto(ctx, st, t.ref.Key, buf[:0])
+		if err == nil && cap(data) > cap(buf) {
+			buf = data
+		}
+	} else {
+		info, err = st.Head(ctx, t.ref.Key)
+	}
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return []Finding{f(CheckHead, "present", "missing", "the object does not exist")}, 0
+			return []Finding{f(CheckHead, "present", "missing", "the object does not exist")}, 0, buf
 		}
-		return []Finding{f(CheckHead, "present", "error", err.Error())}, 0
+		return []Finding{f(CheckHead, "present", "error", err.Error())}, 0, buf
 	}
 	var fs []Finding
 	if info.Size != t.ref.Size {
@@ -620,12 +637,8 @@ func checkObject(ctx context.Context, st store.Store, t target, o Options) ([]Fi
 	if info.ETag != t.ref.ETag {
 		fs = append(fs, f(CheckETag, t.ref.ETag, info.ETag, "ETag differs from the manifest"))
 	}
-	if !o.Deep || !o.Sample.Has(t.ref.Key) {
-		return fs, 0
-	}
-	data, err := st.Get(ctx, t.ref.Key, nil)
-	if err != nil {
-		return append(fs, f(CheckHead, "readable", "error", err.Error())), 0
+	if !deep {
+		return fs, 0, buf
 	}
 	sum := sha256.Sum256(data)
 	if got := hex.EncodeToString(sum[:]); got != t.ref.SHA256 {
@@ -634,7 +647,7 @@ func checkObject(ctx context.Context, st store.Store, t target, o Options) ([]Fi
 	if t.ntc2 {
 		r, err := ntc2.Open(data)
 		if err != nil {
-			return append(fs, f(CheckStructure, "NTC2", "unreadable", err.Error())), int64(len(data))
+			return append(fs, f(CheckStructure, "NTC2", "unreadable", err.Error())), int64(len(data)), buf
 		}
 		for _, x := range r.Verify() {
 			check := CheckStructure
@@ -655,7 +668,7 @@ func checkObject(ctx context.Context, st store.Store, t target, o Options) ([]Fi
 			fs = append(fs, f(check, "", "", err.Error()))
 		}
 	}
-	return fs, int64(len(data))
+	return fs, int64(len(data)), buf
 }
 
 // Quarantine writes the quarantine record (IfAbsent; an existing record for
@@ -723,25 +736,8 @@ func (f RecordFailure) Err() error { return f.err }
 
 // RecordsAll lists every quarantine record (not the archived ones); a
 // record that cannot be read is returned as a failure and the others are
-// still listed. The error is the listing's own.
+// still listed. The error is the listing's own. It reads one record at a
+// time; RecordsParallel reads several at once.
 func RecordsAll(ctx context.Context, st store.Store) ([]layout.Quarantine, []RecordFailure, error) {
-	infos, err := st.List(ctx, layout.QuarantinePrefix)
-	if err != nil {
-		return nil, nil, err
-	}
-	out := []layout.Quarantine{}
-	bad := []RecordFailure{}
-	for _, in := range infos {
-		if strings.HasPrefix(in.Key, layout.QuarantinePrefix+"archive/") {
-			continue
-		}
-		var q layout.Quarantine
-		if _, err := layout.Load(ctx, st, in.Key, &q); err != nil {
-			err = fmt.Errorf("quarantine record %s: %w", in.Key, malformed(err))
-			bad = append(bad, RecordFailure{Key: in.Key, Error: err.Error(), err: err})
-			continue
-		}
-		out = append(out, q)
-	}
-	return out, bad, nil
+	return RecordsParallel(ctx, st, 1)
 }

@@ -3,6 +3,12 @@
 // waits a fixed delay before it is forwarded. It listens on loopback only
 // and forwards to loopback only; it counts the requests it forwards.
 //
+// It can also inject faults (FailFirstAttempts): the first attempt of some
+// requests is answered 503 without being forwarded, so a client's retries
+// can be seen and counted. It records every request's method, arrival time
+// and body bytes in both directions, so a client's own accounting can be
+// checked against what the wire carried.
+//
 // It exists so that request economy and concurrency are measured where a
 // request costs what it costs on S3 (10-50 ms), not the microseconds of a
 // local server.
@@ -12,10 +18,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -31,7 +39,120 @@ type Proxy struct {
 	requests atomic.Int64
 	inFlight atomic.Int64
 	peak     atomic.Int64
+
+	mu       sync.Mutex
+	every    int              // fail the first attempt of every every-th new request (0: none)
+	distinct int              // new requests seen since faults were set
+	failed   map[string]bool  // requests whose first attempt was failed
+	faults   int64            // 503s injected
+	methods  map[string]int64 // requests by method
+	arrivals []time.Time      // arrival time of every request
+	bytesIn  int64            // request body bytes read from clients
+	bytesOut int64            // response body bytes written to clients
 }
+
+// Stats is what the proxy saw since the last ResetCounts.
+type Stats struct {
+	Requests int64
+	// Methods splits Requests by HTTP method.
+	Methods map[string]int64
+	// Faults is the number of 503s injected (FailFirstAttempts).
+	Faults int64
+	// BytesIn is request body bytes read from clients; BytesOut response
+	// body bytes written to them (injected 503 bodies included).
+	BytesIn, BytesOut int64
+	// Arrivals is every request's arrival time, in order.
+	Arrivals []time.Time
+}
+
+// FailFirstAttempts makes the proxy answer 503 (an S3 ServiceUnavailable
+// error, not forwarded) to the first attempt of every every-th distinct
+// request, a request being its method and URL: the client's retry of it,
+// the same method and URL, is forwarded. 0 turns faults off.
+func (p *Proxy) FailFirstAttempts(every int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.every, p.distinct = every, 0
+	p.failed = map[string]bool{}
+}
+
+// Stats returns what the proxy saw since the last ResetCounts.
+func (p *Proxy) Stats() Stats {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := Stats{Requests: p.requests.Load(), Methods: map[string]int64{}, Faults: p.faults, BytesIn: p.bytesIn, BytesOut: p.bytesOut,
+		Arrivals: append([]time.Time(nil), p.arrivals...)}
+	for k, v := range p.methods {
+		s.Methods[k] = v
+	}
+	return s
+}
+
+// inject records r's arrival and reports whether its first attempt is to
+// fail.
+func (p *Proxy) inject(r *http.Request) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.methods == nil {
+		p.methods = map[string]int64{}
+	}
+	p.methods[r.Method]++
+	p.arrivals = append(p.arrivals, time.Now())
+	if p.every <= 0 {
+		return false
+	}
+	id := r.Method + " " + r.URL.RequestURI()
+	if _, seen := p.failed[id]; seen {
+		return false
+	}
+	p.distinct++
+	fail := p.distinct%p.every == 0
+	p.failed[id] = fail
+	if fail {
+		p.faults++
+	}
+	return fail
+}
+
+func (p *Proxy) addBytes(in, out int64) {
+	p.mu.Lock()
+	p.bytesIn += in
+	p.bytesOut += out
+	p.mu.Unlock()
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	io.ReadCloser
+	n int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	k, err := c.ReadCloser.Read(b)
+	c.n += int64(k)
+	return k, err
+}
+
+// countingWriter counts the body bytes written through it.
+type countingWriter struct {
+	http.ResponseWriter
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	k, err := c.ResponseWriter.Write(b)
+	c.n += int64(k)
+	return k, err
+}
+
+func (c *countingWriter) Flush() {
+	if f, ok := c.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+const unavailable = `<?xml version="1.0" encoding="UTF-8"?>
+<Error><Code>ServiceUnavailable</Code><Message>injected by latencyproxy</Message></Error>`
 
 // Start listens on 127.0.0.1 (a free port) and forwards every request to
 // target after delay. target must be an http:// URL on loopback.
@@ -59,6 +180,7 @@ func Start(target string, delay time.Duration) (*Proxy, error) {
 	p.srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			p.requests.Add(1)
+			fail := p.inject(r)
 			n := p.inFlight.Add(1)
 			defer p.inFlight.Add(-1)
 			for {
@@ -76,7 +198,18 @@ func Start(target string, delay time.Duration) (*Proxy, error) {
 					return
 				}
 			}
-			rp.ServeHTTP(w, r)
+			body := &countingReader{ReadCloser: r.Body}
+			r.Body = body
+			cw := &countingWriter{ResponseWriter: w}
+			defer func() { p.addBytes(body.n, cw.n) }()
+			if fail {
+				_, _ = io.Copy(io.Discard, r.Body)
+				cw.Header().Set("Content-Type", "application/xml")
+				cw.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = io.WriteString(cw, unavailable)
+				return
+			}
+			rp.ServeHTTP(cw, r)
 		}),
 		ReadHeaderTimeout: 30 * time.Second,
 	}
@@ -93,8 +226,12 @@ func (p *Proxy) PeakInFlight() int64 { return p.peak.Load() }
 
 // ResetCounts zeroes the counters (between measured runs).
 func (p *Proxy) ResetCounts() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.requests.Store(0)
 	p.peak.Store(0)
+	p.faults, p.bytesIn, p.bytesOut = 0, 0, 0
+	p.methods, p.arrivals = nil, nil
 }
 
 // Close stops the proxy.

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -61,5 +62,55 @@ func TestRefusesNonLoopbackTargets(t *testing.T) {
 			p.Close()
 			t.Errorf("target %q accepted", target)
 		}
+	}
+}
+
+func TestFailFirstAttemptsAndRecords(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		_, _ = io.WriteString(w, "ok "+string(b))
+	}))
+	defer backend.Close()
+	p, err := Start(backend.URL, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	p.FailFirstAttempts(2)
+	do := func(method, path, body string) int {
+		req, _ := http.NewRequest(method, p.URL+path, strings.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		_, _ = io.ReadAll(resp.Body)
+		return resp.StatusCode
+	}
+	// distinct requests 1..4: the 2nd and 4th fail once, their retries pass
+	got := []int{
+		do("PUT", "/b/k1", "abc"), do("PUT", "/b/k2", "defg"), do("PUT", "/b/k2", "defg"),
+		do("GET", "/b/k1", ""), do("GET", "/b/k3", ""), do("GET", "/b/k3", ""),
+	}
+	want := []int{200, 503, 200, 200, 503, 200}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("statuses %v, want %v", got, want)
+		}
+	}
+	s := p.Stats()
+	if s.Requests != 6 || s.Faults != 2 || s.Methods["PUT"] != 3 || s.Methods["GET"] != 3 || len(s.Arrivals) != 6 {
+		t.Fatalf("stats %+v", s)
+	}
+	if s.BytesIn != 3+4+4 {
+		t.Fatalf("request body bytes %d, want 11", s.BytesIn)
+	}
+	// "ok abc" + 503 body + "ok defg" + "ok " + 503 body + "ok "
+	if wantOut := int64(6 + len(unavailable) + 7 + 3 + len(unavailable) + 3); s.BytesOut != wantOut {
+		t.Fatalf("response body bytes %d, want %d", s.BytesOut, wantOut)
+	}
+	p.ResetCounts()
+	if s := p.Stats(); s.Requests != 0 || s.Faults != 0 || s.BytesIn != 0 || len(s.Arrivals) != 0 {
+		t.Fatalf("after reset: %+v", s)
 	}
 }

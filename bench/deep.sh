@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# verify --deep per-object overhead on the embedded default (file://): a
+# demo store of many small objects (every topic, the demo's own small
+# batches), `verify --all --deep` timed against sha256sum over the same
+# object files in the same run, best of DEEP_RUNS (default 3). Prints the
+# ratios (sha256sum time / verify time: above 1 is faster than sha256sum).
+#
+#   bash bench/deep.sh                     # 200k records (a 2-core machine)
+#   DEEP_RECORDS=1000000 bash bench/deep.sh   # the issue's 1M-record store
+#   NEREUSCTL=/path/to/nereusctl bash bench/deep.sh   # another build
+#   DEEP_STORE=/tmp/deep bash bench/deep.sh   # build the store once, reuse it
+set -euo pipefail
+cd "$(dirname "$0")/.."
+RECORDS=${DEEP_RECORDS:-200000}
+RUNS=${DEEP_RUNS:-3}
+work=$(mktemp -d /tmp/nereus-deep.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+if [ -n "${NEREUSCTL:-}" ]; then N=$NEREUSCTL; else go build -o "$work/nereusctl" . && N="$work/nereusctl"; fi
+export XDG_STATE_HOME="$work/state" XDG_CONFIG_HOME="$work/config"
+now() { date +%s.%N; }
+best() { python3 -c "import sys; print(min(float(sys.argv[1]), float(sys.argv[3])-float(sys.argv[2])))" "$@"; }
+
+# DEEP_STORE=/dir reuses (or keeps) a store built by an earlier run.
+st=${DEEP_STORE:-$work/store}
+[ -d "$st/bindings" ] || $N --store "file://$st" demo --records "$RECORDS" --checkpoints 0 --no-tour -q >/dev/null
+find "$st/streams" \( -name '*.kb' -o -name '*.ntc2' \) -print0 | sort -z > "$work/files"
+objects=$(tr -cd '\0' < "$work/files" | wc -c)
+bytes=$(xargs -0 cat < "$work/files" | wc -c)
+echo "deep: $N, $RECORDS records, $objects objects, $bytes bytes ($((bytes / objects)) per object), $(nproc) cores"
+
+# Wall time is what the goal is about; CPU time (user + system) is printed
+# too, as on a shared machine the wall clock also measures the neighbours.
+python3 - "$N" "$st" "$work/files" "$RUNS" "$bytes" <<'PY'
+import os, resource, subprocess, sys, time
+n, st, files, runs, b = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
+def run(cmd, env=None, stdin=None):
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.monotonic()
+    subprocess.run(cmd, shell=True, check=True, stdout=subprocess.DEVNULL, env=env)
+    t = time.monotonic() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return t, (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+one_env = dict(os.environ, GOMAXPROCS="1")
+cmds = {
+    "sha256sum over the files": (f"xargs -0 sha256sum < {files}", None),
+    "cat of the files | sha256sum": (f"xargs -0 cat < {files} | sha256sum", None),
+    "verify --all --deep, 1 core": (f"{n} --store file://{st} verify --all --deep -q", one_env),
+    "verify --all --deep, all cores": (f"{n} --store file://{st} verify --all --deep -q", None),
+}
+best = {k: (1e9, 1e9) for k in cmds}
+for _ in range(runs):
+    for k, (c, env) in cmds.items():
+        w, cpu = run(c, env)
+        best[k] = (min(best[k][0], w), min(best[k][1], cpu))
+for k, (w, cpu) in best.items():
+    print(f"{k:32s} wall {w:6.3f} s ({b / w / 1e6:6.1f} MB/s)  cpu {cpu:6.3f} s")
+s = best["sha256sum over the files"]
+for k in ("verify --all --deep, 1 core", "verify --all --deep, all cores"):
+    w, cpu = best[k]
+    print(f"ratio, {k[len('verify --all --deep, '):]:9s} vs sha256sum: wall {s[0] / w:.2f}x, cpu {s[1] / cpu:.2f}x (goal >= 0.8x)")
+c = best["cat of the files | sha256sum"]
+w, cpu = best["verify --all --deep, 1 core"]
+print(f"ratio, 1 core vs cat | sha256sum:   wall {c[0] / w:.2f}x, cpu {c[1] / cpu:.2f}x")
+PY

@@ -6,6 +6,7 @@ package exitcode
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
@@ -172,4 +173,54 @@ func HintOf(err error) string {
 		}
 	}
 	return ""
+}
+
+// The runbooks (docs/runbooks) a hint points to, by what failed.
+const (
+	// RunbookRestore: committed objects, bindings, heads or open segments
+	// that are missing or damaged.
+	RunbookRestore = "docs/runbooks/restore-from-replica.md"
+	// RunbookSlowRestart: checkpoints replay has to skip.
+	RunbookSlowRestart = "docs/runbooks/broker-restart-is-slow.md"
+	// RunbookBlocked: quarantined compacted coverage.
+	RunbookBlocked = "docs/runbooks/coordinator-blocked.md"
+)
+
+// The finding scopes of docs/json-output.md ("verify"), as FindingHint
+// reads them.
+const (
+	scopeCoverage   = "compacted-coverage"
+	scopeCheckpoint = "checkpoint"
+)
+
+// FindingHint is the hint for verification findings in the given scopes
+// (verify's "scope" field): each failed check points to its own runbook,
+// and only quarantined coverage to 'nereusctl quarantine list'. Repeated
+// scopes count once; the hints keep the order of the scopes' first
+// appearance, joined with "; ".
+func FindingHint(scopes ...string) string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range scopes {
+		h := scopeHint(s)
+		if h == "" || seen[h] {
+			continue
+		}
+		seen[h] = true
+		out = append(out, h)
+	}
+	return strings.Join(out, "; ")
+}
+
+func scopeHint(scope string) string {
+	switch scope {
+	case "":
+		return ""
+	case scopeCoverage:
+		return "a compacted set is quarantined: see 'nereusctl quarantine list' and " + RunbookBlocked
+	case scopeCheckpoint:
+		return "replay skips a damaged checkpoint (a longer restart): create a new one with 'nereusctl checkpoint create', see " + RunbookSlowRestart
+	}
+	// committed, binding, stream, open-segment: stored bytes a replica has
+	return "restore the missing or damaged objects from a replica: see " + RunbookRestore
 }

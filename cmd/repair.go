@@ -75,6 +75,11 @@ func runRepair(cmd *cobra.Command, g *globals, o *repairOptions, args []string) 
 	} else if len(args) != 1 || o.digest == "" || sources != 1 {
 		return exitcode.UsageErr(errors.New("give TOPIC-PARTITION, --digest and exactly one of --from-file, --from, --regenerate (or --all-from URL)"))
 	}
+	if o.fromFile != "" {
+		if err := localFileArg("--from-file", o.fromFile); err != nil {
+			return err
+		}
+	}
 	st, err := g.store(ctx)
 	if err != nil {
 		return err

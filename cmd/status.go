@@ -182,15 +182,15 @@ func statusExit(rows []status.Partition) error {
 	// Data loss and corruption come first: they are the answer an
 	// operator must not miss among blocked or unreadable partitions.
 	if len(lost) > 0 {
-		return exitcode.Wrap(exitcode.Verify, fmt.Errorf("status: %d partition(s) have missing or corrupt data: %s", len(lost), strings.Join(lost, "; ")),
+		return exitcode.Wrap(exitcode.Verify, fmt.Errorf("status: %d partition(s) have missing or corrupt data: %s", len(lost), exitcode.List(lost, "; ")),
 			"restore the missing or damaged objects from a replica: see docs/runbooks/restore-from-replica.md")
 	}
 	if len(blocked) > 0 {
-		return exitcode.BlockedErr(fmt.Errorf("status: %d partition(s) blocked by quarantined compacted coverage: %v", len(blocked), blocked),
+		return exitcode.BlockedErr(fmt.Errorf("status: %d partition(s) blocked by quarantined compacted coverage: %s", len(blocked), exitcode.List(blocked, ", ")),
 			"see 'nereusctl quarantine list' and docs/runbooks/coordinator-blocked.md")
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("status: %d partition(s) could not be read: %v", len(failed), failed)
+		return fmt.Errorf("status: %d partition(s) could not be read: %s", len(failed), exitcode.List(failed, ", "))
 	}
 	return nil
 }

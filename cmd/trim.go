@@ -118,7 +118,7 @@ func confirmFull(g *globals, op string, full []string) (fullTrims, error) {
 		name, _, _ := strings.Cut(f, " ")
 		set[name] = true
 	}
-	what := fmt.Sprintf("%s would remove EVERY record of %d partition(s): %s", op, len(full), strings.Join(full, ", "))
+	what := fmt.Sprintf("%s would remove EVERY record of %d partition(s): %s", op, len(full), exitcode.List(full, ", "))
 	if !stdinIsTerminal() {
 		return nil, exitcode.Wrap(exitcode.Usage, fmt.Errorf("%s; refused without --yes (stdin is not a terminal to ask): nothing was trimmed", what),
 			"pass --yes to remove them (cron jobs pass --yes), or --dry-run to see the plan")
@@ -182,7 +182,7 @@ func renderTrimResults(g *globals, dryRun bool, rs []*retention.Result, kafkaSty
 	if len(failed) == 0 {
 		return nil
 	}
-	err := fmt.Errorf("%d of %d partitions failed (%s); first: %s-%d: %s: %s", len(failed), len(rs), strings.Join(failed, ", "), first.Topic, first.Partition, first.Error, first.ErrorDetail)
+	err := fmt.Errorf("%d of %d partitions failed (%s); first: %s-%d: %s: %s", len(failed), len(rs), exitcode.List(failed, ", "), first.Topic, first.Partition, first.Error, first.ErrorDetail)
 	if first.Err != nil {
 		return exitcode.Wrap(exitcode.Of(first.Err), err, exitcode.HintOf(first.Err))
 	}

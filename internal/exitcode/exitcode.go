@@ -6,6 +6,7 @@ package exitcode
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/nereusctl/nereusctl/internal/kafka"
@@ -223,4 +224,37 @@ func scopeHint(scope string) string {
 	}
 	// committed, binding, stream, open-segment: stored bytes a replica has
 	return "restore the missing or damaged objects from a replica: see " + RunbookRestore
+}
+
+// ListMax is how many items a one-line list in a message shows.
+const ListMax = 20
+
+// List joins items with sep for a one-line message, showing at most
+// ListMax of them and then "… and 249,988 more": a list of failing
+// partitions stays readable (and a 250,000-partition input does not make
+// a megabytes-long stderr line). Every message that lists partitions or
+// keys joins them here.
+func List(items []string, sep string) string {
+	if len(items) <= ListMax {
+		return strings.Join(items, sep)
+	}
+	return strings.Join(items[:ListMax], sep) + sep + "… and " + Count(len(items)-ListMax) + " more"
+}
+
+// Count writes n with thousands separators: 249,988.
+func Count(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }

@@ -111,3 +111,25 @@ func TestFindingHint(t *testing.T) {
 		t.Error("a hint without findings")
 	}
 }
+
+func TestListTruncates(t *testing.T) {
+	items := make([]string, 250008)
+	for i := range items {
+		items[i] = fmt.Sprintf("t-%d", i)
+	}
+	got := List(items, ", ")
+	if !strings.HasPrefix(got, "t-0, t-1, ") || !strings.HasSuffix(got, "t-19, … and 249,988 more") || strings.Contains(got, "t-20,") {
+		t.Fatalf("List = %q", got)
+	}
+	if got := List(items[:ListMax], "; "); got != strings.Join(items[:ListMax], "; ") {
+		t.Fatalf("List of %d = %q", ListMax, got)
+	}
+	if List(nil, ", ") != "" {
+		t.Fatal("List(nil)")
+	}
+	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 249988: "249,988", 1234567: "1,234,567", -1000: "-1,000"} {
+		if got := Count(n); got != want {
+			t.Errorf("Count(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/repair"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
@@ -98,8 +99,11 @@ func runRepair(cmd *cobra.Command, g *globals, o *repairOptions, args []string) 
 			return err
 		}
 		results, err = repair.AllFrom(ctx, st, replica, o.dryRun, time.Now().UnixMilli())
-		if rerr := renderRepair(g, results); rerr != nil {
+		if rerr := renderRepair(g, results, false); rerr != nil {
 			return rerr
+		}
+		if err == nil && len(results) == 0 && !g.json() {
+			fmt.Fprintf(g.stdout, "repair --all-from: nothing is quarantined in %s: no set to repair\n", st)
 		}
 		return repairExit(err, results)
 	}
@@ -117,17 +121,20 @@ func runRepair(cmd *cobra.Command, g *globals, o *repairOptions, args []string) 
 			return err
 		}
 	}
+	wasActive := b.Coverage.State == layout.CoverageActive
 	r, err := repair.Repair(ctx, st, b, ro)
 	if r != nil {
 		results = append(results, r)
 	}
-	if rerr := renderRepair(g, results); rerr != nil {
+	if rerr := renderRepair(g, results, wasActive); rerr != nil {
 		return rerr
 	}
 	return repairExit(err, results)
 }
 
-func renderRepair(g *globals, rs []*repair.Result) error {
+// renderRepair prints the results; wasActive says the one partition's
+// coverage was ACTIVE before the run (a rerun of a finished repair).
+func renderRepair(g *globals, rs []*repair.Result, wasActive bool) error {
 	if g.json() {
 		if rs == nil {
 			rs = []*repair.Result{}
@@ -135,7 +142,13 @@ func renderRepair(g *globals, rs []*repair.Result) error {
 		return writeJSON(g.stdout, repairJSON{SchemaVersion: SchemaVersion, Repairs: rs})
 	}
 	for _, r := range rs {
+		if wasActive && r.AlreadyGood && !r.Restored {
+			fmt.Fprintf(g.stdout, "%s: %s already holds the right bytes and set %s is ACTIVE: nothing to repair\n", r.Partition, r.Object, r.SetID)
+			continue
+		}
 		switch {
+		case r.DryRun && r.AlreadyGood:
+			fmt.Fprintf(g.stdout, "%s: %s already holds the right bytes (sha256:%s); would re-verify set %s and re-activate it\n", r.Partition, r.Object, r.Digest, r.SetID)
 		case r.DryRun && r.Accepted:
 			fmt.Fprintf(g.stdout, "%s: %s: candidate from %s has sha256:%s and passes every CRC; would restore it\n", r.Partition, r.Object, r.Source, r.Digest)
 		case r.Restored || r.AlreadyGood:

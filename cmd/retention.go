@@ -244,6 +244,9 @@ func renderRetention(g *globals, rep *retention.JobReport) error {
 		if r.RemovesEverything() {
 			result += " (every record)"
 		}
+		if r.OK() && r.Plan != nil && r.Plan.OpenSegmentBytes > 0 {
+			result += fmt.Sprintf("; open segment's %d bytes freed when it rolls", r.Plan.OpenSegmentBytes)
+		}
 		garbage := int64(0)
 		if r.Plan != nil {
 			garbage = r.Plan.GarbageSize

@@ -216,8 +216,18 @@ func renderPlan(g *globals, r *retention.Result, dryRun bool) {
 			}
 			fmt.Fprintf(w, "  rule %-16s candidate %-8s segments %d, %d bytes\n", c.Rule, off, c.Segments, c.Bytes)
 		}
-		if len(p.Garbage) > 0 {
-			fmt.Fprintf(w, "  %s: %d segments, %d bytes\n", garbage, len(p.Garbage), p.GarbageSize)
+		sealed := len(p.Garbage)
+		var open retention.Segment
+		for _, s := range p.Garbage {
+			if s.Open {
+				sealed, open = sealed-1, s
+			}
+		}
+		if sealed > 0 {
+			fmt.Fprintf(w, "  %s: %d segments, %d bytes\n", garbage, sealed, p.GarbageSize)
+		}
+		if open.Open {
+			fmt.Fprintf(w, "  open segment [%d, %d): %d bytes below the new log start, freed when the segment rolls (gc collects it once it is sealed)\n", open.Base, open.End, p.OpenSegmentBytes)
 		}
 	}
 	if r.Trimmed() {

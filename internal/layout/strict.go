@@ -484,7 +484,7 @@ func PlainJSONError(err error) string {
 	if errors.As(err, &se) {
 		return fmt.Sprintf("malformed JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
 	}
-	return strings.TrimPrefix(err.Error(), "json: ")
+	return "malformed JSON: " + strings.TrimPrefix(err.Error(), "json: ")
 }
 
 // plainKind names what a Go type takes, in JSON's words.

@@ -75,7 +75,7 @@ type Plan struct {
 	// Error is a Kafka error name for a refused DeleteRecords request.
 	Error       string    `json:"error,omitempty"`
 	ErrorDetail string    `json:"error_detail,omitempty"`
-	Garbage []Segment `json:"garbage_segments"`
+	Garbage     []Segment `json:"garbage_segments"`
 	// GarbageSize is the bytes of the sealed segments in Garbage: what
 	// gc collects once the trim is durable.
 	GarbageSize int64 `json:"garbage_bytes"`

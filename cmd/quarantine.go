@@ -67,6 +67,13 @@ for a record that does not decode, 1 for another failure.` + exitStatusHelp("3 w
 				if len(bad) > 0 {
 					fmt.Fprintf(g.stdout, "%d quarantine records unreadable\n", len(bad))
 				}
+				for _, q := range recs {
+					for _, f := range q.Findings {
+						if _, err := layout.ParseGenerationKey(f.Object); err == nil && digests[f.Object] == "" {
+							fmt.Fprintf(g.stdout, "%s-%d: the manifest %s is damaged: restore it from a replica first, then repair with one of its members' digests (nereusctl store cat %s | jq -r '.objects[0].sha256'; docs/runbooks/coordinator-blocked.md, \"A damaged manifest\")\n", q.Topic, q.Partition, f.Object, f.Object)
+						}
+					}
+				}
 				if len(repairs) > 0 {
 					fmt.Fprintf(g.stdout, "\nTo repair, with the bytes from a replica store (or --from-file PATH of a saved copy, or --regenerate), run:\n")
 					for _, r := range repairs {

@@ -115,6 +115,13 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 				"create the folder (node_exporter's textfile directory) or fix the path; nothing was trimmed")
 		}
 	}
+	// So is an explicit progress file (a dry run writes none).
+	if o.progressFile != "" && !o.dryRun {
+		if err := localfile.CheckWritable(o.progressFile); err != nil {
+			return exitcode.Wrap(exitcode.Usage, fmt.Errorf("retention run: --progress-file: %w", err),
+				"give a file in an existing, writable folder; nothing was trimmed")
+		}
+	}
 	storeID, err := retention.StoreIdentity(g.cfg.Store, g.cfg.S3Endpoint)
 	if err != nil {
 		return exitcode.UsageErr(fmt.Errorf("retention run: %w", err))

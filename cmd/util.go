@@ -78,7 +78,7 @@ func keyArg(what, key string) error {
 	// a prefix may end in '/'; the key rules apply to what it names
 	k := strings.TrimSuffix(key, "/")
 	if err := store.ValidateKey(k); err != nil {
-		return exitcode.Wrap(exitcode.Usage, fmt.Errorf("%s %q: %w", what, key, err), keyHint)
+		return exitcode.Wrap(exitcode.Usage, fmt.Errorf("%s %s: %w", what, key, err), keyHint)
 	}
 	return nil
 }

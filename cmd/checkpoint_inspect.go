@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -38,7 +39,7 @@ other.` + exitStatusHelp("3 when the checkpoint or the section is corrupt"),
 		Args: rangeArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (o.file != "") == (len(args) == 1) {
-				return exitcode.UsageErr(fmt.Errorf("give TOPIC-PARTITION or --file, not both"))
+				return exitcode.UsageErr(fmt.Errorf("give exactly one of TOPIC-PARTITION and --file"))
 			}
 			if o.file != "" && o.key != "" {
 				return exitcode.UsageErr(fmt.Errorf("--key goes with TOPIC-PARTITION, not --file"))
@@ -58,10 +59,16 @@ func runCheckpointInspect(cmd *cobra.Command, g *globals, o *checkpointInspectOp
 	name := o.file
 	if o.file != "" {
 		var err error
+		if err := localFileArg("--file", o.file); err != nil {
+			return err
+		}
 		if data, err = readCappedFile(o.file, recovery.MaxCheckpointBytes); err != nil {
 			return exitcode.UsageErr(err)
 		}
 	} else {
+		if err := keyArg("--key", o.key); err != nil {
+			return err
+		}
 		st, err := g.store(ctx)
 		if err != nil {
 			return err
@@ -71,6 +78,9 @@ func runCheckpointInspect(cmd *cobra.Command, g *globals, o *checkpointInspectOp
 			return err
 		}
 		key := o.key
+		if own := layout.CheckpointsPrefix(b.StreamID); key != "" && !strings.HasPrefix(key, own) {
+			fmt.Fprintf(g.stderr, "warning: --key %s is not a checkpoint of %s (its checkpoints are under %s): showing it anyway\n", key, b.Name(), own)
+		}
 		if key == "" && b.CheckpointRef != nil {
 			key = b.CheckpointRef.Key
 		}
@@ -85,7 +95,7 @@ func runCheckpointInspect(cmd *cobra.Command, g *globals, o *checkpointInspectOp
 			key = infos[len(infos)-1].Key
 		}
 		if data, err = store.GetCapped(ctx, st, key, recovery.MaxCheckpointBytes); err != nil {
-			return fmt.Errorf("inspect %s: %w", key, err)
+			return keyErr(fmt.Errorf("inspect %s: %w", key, err))
 		}
 		name = key
 	}

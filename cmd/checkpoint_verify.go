@@ -177,7 +177,7 @@ func renderCheckpointVerify(g *globals, reps []*checkpointVerifyPartition, readO
 		f := firstFinding(reps)
 		fails.code = worse(fails.code, exitcode.Verify)
 		if fails.n == 0 {
-			return exitcode.VerifyErr(fmt.Errorf("checkpoint verify: %d findings; first: %s: %s check failed: %s", total, f.Key, f.Check, f.Detail))
+			return exitcode.Wrap(exitcode.Verify, fmt.Errorf("checkpoint verify: %d findings; first: %s: %s check failed: %s", total, f.Key, f.Check, f.Detail), exitcode.FindingHint("checkpoint"))
 		}
 	}
 	return fails.err("checkpoint verify", len(reps))

@@ -221,7 +221,7 @@ func compactErr(err error) error {
 	case errors.As(err, new(*exitcode.Err)):
 		return err
 	case errors.Is(err, compaction.ErrBlocked):
-		return exitcode.BlockedErr(err, "repair the quarantined set first: 'nereusctl quarantine list', 'nereusctl repair'")
+		return exitcode.BlockedErr(err, "repair the quarantined set first: 'nereusctl quarantine list', 'nereusctl repair' ("+exitcode.RunbookBlocked+")")
 	case errors.Is(err, compaction.ErrNotCompacted):
 		return exitcode.UsageErr(err)
 	case exitcode.IsCorruption(err), verify.IsMalformed(err), errors.Is(err, compaction.ErrSourceChanged):

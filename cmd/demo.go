@@ -1,7 +1,10 @@
 package cmd
 
 import (
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,8 +26,11 @@ func (o *demoOptions) addFlags(c *cobra.Command) {
 	c.Flags().IntVar(&o.Checkpoints, "checkpoints", d.Checkpoints, "NKC1 checkpoints per partition, spread over its life")
 	c.Flags().IntVar(&o.BatchRecords, "batch-records", 0, "records per user-topic batch as a busy producer fills them: N/2+1 to N (0: the demo's small batches of up to 10 or 20)")
 	c.Flags().BoolVar(&o.noTour, "no-tour", false, "write the cluster and print the summary only")
-	c.Flags().StringSliceVar(&o.Topics, "topics", nil, "write only these demo topics (orders, payments, customers, __consumer_offsets, __transaction_state); the records are shared among them")
+	c.Flags().StringSliceVar(&o.Topics, "topics", nil, "write only these demo topics ("+strings.Join(demoTopics, ", ")+"); the records are shared among them")
 }
+
+// demoTopics are the topics the demo writes (internal/demo's plans).
+var demoTopics = []string{"orders", "payments", "customers", "__consumer_offsets", "__transaction_state"}
 
 func (o *demoOptions) validate() error {
 	if o.Partitions < 1 || o.Partitions > 1000 {
@@ -38,6 +44,11 @@ func (o *demoOptions) validate() error {
 	}
 	if o.Checkpoints < 0 || o.Checkpoints > 100 {
 		return exitcode.UsageErr(fmt.Errorf("--checkpoints %d: want 0..100", o.Checkpoints))
+	}
+	for _, t := range o.Topics {
+		if !slices.Contains(demoTopics, t) {
+			return exitcode.UsageErr(fmt.Errorf("--topics: no demo topic %q: want some of %s", t, strings.Join(demoTopics, ", ")))
+		}
 	}
 	return nil
 }
@@ -86,15 +97,27 @@ func runDemo(cmd *cobra.Command, g *globals, o *demoOptions) error {
 	opts.Parallel = g.parallel()
 	sum, err := demo.Run(ctx, st, opts)
 	prog.done()
-	if err != nil {
+	if errors.Is(err, demo.ErrOtherData) {
 		return exitcode.Wrap(exitcode.Error, err, "run the demo against an empty store, e.g. --store file:///tmp/nereus-demo")
 	}
+	if err != nil {
+		return err
+	}
 	elapsed := time.Since(start)
+	tour := !o.noTour && !g.cfg.Quiet && len(o.Topics) == 0
 	if g.json() {
 		return writeJSON(g.stdout, demoJSON{SchemaVersion: SchemaVersion, Seconds: elapsed.Seconds(), Demo: sum})
 	}
 	if sum.Existing {
-		fmt.Fprintf(g.stdout, "The store %s already holds the demo (seed %d); touring it.\n\n", st, sum.Seed)
+		touring := "; touring it"
+		if !tour {
+			touring = ""
+		}
+		fmt.Fprintf(g.stdout, "The store %s already holds the demo (seed %d)%s.\n", st, sum.Seed, touring)
+		if given := changedFlags(cmd, "records", "partitions", "checkpoints", "batch-records", "topics"); len(given) > 0 {
+			fmt.Fprintf(g.stdout, "The store is left as it is: %s not applied (give an empty --store to write another demo).\n", strings.Join(given, ", "))
+		}
+		fmt.Fprintln(g.stdout)
 	} else {
 		fmt.Fprintf(g.stdout, "Wrote the demo cluster into %s in %s: %d partitions, %d records, %d bytes of batches.\n\n",
 			st, elapsed.Round(time.Millisecond), len(sum.Partitions), sum.Records, sum.Bytes)
@@ -106,7 +129,7 @@ func runDemo(cmd *cobra.Command, g *globals, o *demoOptions) error {
 			return err
 		}
 	}
-	if o.noTour || g.cfg.Quiet || len(o.Topics) > 0 {
+	if !tour {
 		return nil
 	}
 	return runTour(cmd, g, sum)
@@ -117,4 +140,16 @@ type demoJSON struct {
 	SchemaVersion int           `json:"schema_version"`
 	Seconds       float64       `json:"seconds"`
 	Demo          *demo.Summary `json:"demo"`
+}
+
+// changedFlags lists "--name VALUE" for each named flag given on the
+// command line.
+func changedFlags(cmd *cobra.Command, names ...string) []string {
+	var out []string
+	for _, n := range names {
+		if f := cmd.Flags().Lookup(n); f != nil && f.Changed {
+			out = append(out, "--"+n+" "+strings.Trim(f.Value.String(), "[]"))
+		}
+	}
+	return out
 }

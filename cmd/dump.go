@@ -114,6 +114,7 @@ func runDump(cmd *cobra.Command, g *globals, opt dumplog.Options, arg string, ra
 	}
 	w := newStreamWriter(g)
 	logStart, head := src.Bounds()
+	fromPastHead(g, opt, head)
 	if g.json() {
 		err = writeJSONLine(w, dumpHeaderJSON{Head: head, LogStart: logStart, Partition: b.Partition, SchemaVersion: SchemaVersion,
 			Source: src.Describe(), StreamID: b.StreamID, Topic: b.Topic, Type: "dump"})
@@ -145,12 +146,31 @@ func runDump(cmd *cobra.Command, g *globals, opt dumplog.Options, arg string, ra
 	return nil
 }
 
+// fromPastHead says on stderr when --from is at or past the head: no
+// offset there exists yet, so nothing is dumped.
+func fromPastHead(g *globals, opt dumplog.Options, head int64) {
+	if opt.From >= 0 && opt.From >= head {
+		last := "the partition is empty"
+		if head > 0 {
+			last = fmt.Sprintf("the last offset is %d", head-1)
+		}
+		fmt.Fprintf(g.stderr, "note: --from %d is at or past the head %d (%s): nothing to dump\n", opt.From, head, last)
+	}
+}
+
 // runDumpView prints the READ_COMMITTED view of a compacted partition.
 func runDumpView(cmd *cobra.Command, g *globals, opt dumplog.Options, b *layout.Binding) error {
 	ctx := cmd.Context()
 	st, err := g.store(ctx)
 	if err != nil {
 		return err
+	}
+	if opt.From >= 0 {
+		h, _, err := layout.LoadHead(ctx, st, b.StreamID)
+		if err != nil {
+			return fmt.Errorf("dump %s: %w", b.Name(), err)
+		}
+		fromPastHead(g, opt, h.Head)
 	}
 	w := newStreamWriter(g)
 	if g.json() {

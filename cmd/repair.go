@@ -78,6 +78,11 @@ func runRepair(cmd *cobra.Command, g *globals, o *repairOptions, args []string) 
 	} else if len(args) != 1 || o.digest == "" || sources != 1 {
 		return exitcode.UsageErr(errors.New("give TOPIC-PARTITION, --digest and exactly one of --from-file, --from, --regenerate (or --all-from URL)"))
 	}
+	if o.fromFile != "" {
+		if err := localFileArg("--from-file", o.fromFile); err != nil {
+			return err
+		}
+	}
 	st, err := g.store(ctx)
 	if err != nil {
 		return err
@@ -111,6 +116,7 @@ func runRepair(cmd *cobra.Command, g *globals, o *repairOptions, args []string) 
 			return err
 		}
 	}
+	wasActive := b.Coverage.State == layout.CoverageActive
 	var r *repair.Result
 	if o.dryRun {
 		r, err = repair.Repair(ctx, st, b, ro)
@@ -130,13 +136,15 @@ func runRepair(cmd *cobra.Command, g *globals, o *repairOptions, args []string) 
 	if r != nil {
 		results = append(results, r)
 	}
-	if rerr := renderRepair(g, results); rerr != nil {
+	if rerr := renderRepair(g, results, wasActive); rerr != nil {
 		return rerr
 	}
 	return repairExit(err, results)
 }
 
-func renderRepair(g *globals, rs []*repair.Result) error {
+// renderRepair prints the results; wasActive says the one partition's
+// coverage was ACTIVE before the run (a rerun of a finished repair).
+func renderRepair(g *globals, rs []*repair.Result, wasActive bool) error {
 	if g.json() {
 		if rs == nil {
 			rs = []*repair.Result{}
@@ -144,7 +152,13 @@ func renderRepair(g *globals, rs []*repair.Result) error {
 		return writeJSON(g.stdout, repairJSON{SchemaVersion: SchemaVersion, Repairs: rs})
 	}
 	for _, r := range rs {
+		if wasActive && r.AlreadyGood && !r.Restored {
+			fmt.Fprintf(g.stdout, "%s: %s already holds the right bytes and set %s is ACTIVE: nothing to repair\n", r.Partition, r.Object, r.SetID)
+			continue
+		}
 		switch {
+		case r.DryRun && r.AlreadyGood:
+			fmt.Fprintf(g.stdout, "%s: %s already holds the right bytes (sha256:%s); would re-verify set %s and re-activate it\n", r.Partition, r.Object, r.Digest, r.SetID)
 		case r.DryRun && r.Accepted:
 			fmt.Fprintf(g.stdout, "%s: %s: candidate from %s has sha256:%s and passes every CRC; would restore it\n", r.Partition, r.Object, r.Source, r.Digest)
 		case r.Restored || r.AlreadyGood:
@@ -229,8 +243,11 @@ func runRepairAllFrom(ctx context.Context, g *globals, st, replica store.Store, 
 		results = append(results, outs[i].rs...)
 		fails.add(outs[i].err)
 	}
-	if rerr := renderRepair(g, results); rerr != nil {
+	if rerr := renderRepair(g, results, false); rerr != nil {
 		return rerr
+	}
+	if len(tps) == 0 && !g.json() {
+		fmt.Fprintf(g.stdout, "repair --all-from: nothing is quarantined in %s: no set to repair\n", st)
 	}
 	for i, tp := range tps {
 		if e := outs[i].err; e != nil && !g.json() {

@@ -141,6 +141,13 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 				"create the folder (node_exporter's textfile directory) or fix the path; nothing was trimmed")
 		}
 	}
+	// So is an explicit progress file (a dry run writes none).
+	if o.progressFile != "" && !o.dryRun {
+		if err := localfile.CheckWritable(o.progressFile); err != nil {
+			return exitcode.Wrap(exitcode.Usage, fmt.Errorf("retention run: --progress-file: %w", err),
+				"give a file in an existing, writable folder; nothing was trimmed")
+		}
+	}
 	storeID, err := retention.StoreIdentity(g.cfg.Store, g.cfg.S3Endpoint)
 	if err != nil {
 		return exitcode.UsageErr(fmt.Errorf("retention run: %w", err))
@@ -283,6 +290,9 @@ func renderRetention(g *globals, rep *retention.JobReport) error {
 		}
 		if r.RemovesEverything() {
 			result += " (every record)"
+		}
+		if r.OK() && r.Plan != nil && r.Plan.OpenSegmentBytes > 0 {
+			result += fmt.Sprintf("; open segment's %d bytes freed when it rolls", r.Plan.OpenSegmentBytes)
 		}
 		garbage := int64(0)
 		if r.Plan != nil {

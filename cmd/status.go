@@ -40,6 +40,13 @@ topic config: retention off), flags (import's --topic-config flags),
 file:NAME (a kafka-configs file), set (nereusctl config set); "-" when the
 binding names none. JSON has the full config_source.
 
+Under the table a line says what to do next: for each checkpoint replay
+skipped as unusable (a restart then replays a longer tail; the reason is
+replay's), and for a binding whose log start lags the head's trim (a trim
+that stopped after its head step: rerun it). --map draws valid checkpoints
+as '|', skipped ones as '?', and the LSO as 'L' even when it falls in the
+head's column; each line fits the terminal's width.
+
 With no partitions named and no bindings in the store (most often a
 mistyped --store or prefix) status exits 1; --allow-empty accepts an empty
 store.` + exitStatusHelp("1 when no partitions are named and the store has no bindings (--allow-empty accepts it)", "3 when any listed partition has missing objects between its trim and head, or corrupt data", "4 when any listed partition is blocked (and none has data loss)"),
@@ -102,6 +109,14 @@ func runStatus(cmd *cobra.Command, g *globals, o *statusOptions, args []string) 
 	} else if err := renderStatus(g, rows); err != nil {
 		return err
 	}
+	if !g.json() {
+		if notes := statusNotes(rows); len(notes) > 0 {
+			fmt.Fprintln(g.stdout)
+			for _, n := range notes {
+				fmt.Fprintln(g.stdout, n)
+			}
+		}
+	}
 	return statusExit(rows)
 }
 
@@ -151,6 +166,31 @@ func renderStatus(g *globals, rows []status.Partition) error {
 		headers = append(headers, statusWideHeaders...)
 	}
 	return writeTable(g.stdout, headers, out)
+}
+
+// statusNotes are the lines under the table that say what an operator
+// does next: a checkpoint replay skipped (a longer restart), a binding
+// whose log start lags the head's trim (an interrupted trim).
+func statusNotes(rows []status.Partition) []string {
+	var out []string
+	for _, r := range rows {
+		name := fmt.Sprintf("%s-%d", r.Topic, r.Partition)
+		for _, k := range r.SkippedCheckpoints {
+			used := "none: a full replay"
+			if r.CheckpointAnchor != nil {
+				used = fmt.Sprintf("the one at %d", *r.CheckpointAnchor)
+			}
+			why := k.Reason
+			if k.Detail != "" {
+				why += ": " + k.Detail
+			}
+			out = append(out, fmt.Sprintf("%s: checkpoint at %d skipped as unusable (%s); replay used %s. Create a new one: nereusctl checkpoint create %s (docs/runbooks/broker-restart-is-slow.md)", name, k.Anchor, why, used, name))
+		}
+		if r.BindingLagsTrim {
+			out = append(out, fmt.Sprintf("%s: the binding's log start %d lags the head's trim %d: a trim stopped before its last step. Rerun it: nereusctl trim %s --to %d (docs/runbooks/trim-interrupted.md)", name, r.BindingLogStart, r.LogStart, name, r.LogStart))
+		}
+	}
+	return out
 }
 
 // shortConfigSource is a binding's config_source as status's CONFIG column
@@ -203,15 +243,15 @@ func statusExit(rows []status.Partition) error {
 	// Data loss and corruption come first: they are the answer an
 	// operator must not miss among blocked or unreadable partitions.
 	if len(lost) > 0 {
-		return exitcode.Wrap(exitcode.Verify, fmt.Errorf("status: %d partition(s) have missing or corrupt data: %s", len(lost), strings.Join(lost, "; ")),
+		return exitcode.Wrap(exitcode.Verify, fmt.Errorf("status: %d partition(s) have missing or corrupt data: %s", len(lost), exitcode.List(lost, "; ")),
 			"restore the missing or damaged objects from a replica: see docs/runbooks/restore-from-replica.md")
 	}
 	if len(blocked) > 0 {
-		return exitcode.BlockedErr(fmt.Errorf("status: %d partition(s) blocked by quarantined compacted coverage: %v", len(blocked), blocked),
+		return exitcode.BlockedErr(fmt.Errorf("status: %d partition(s) blocked by quarantined compacted coverage: %s", len(blocked), exitcode.List(blocked, ", ")),
 			"see 'nereusctl quarantine list' and docs/runbooks/coordinator-blocked.md")
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("status: %d partition(s) could not be read: %v", len(failed), failed)
+		return fmt.Errorf("status: %d partition(s) could not be read: %s", len(failed), exitcode.List(failed, ", "))
 	}
 	return nil
 }

@@ -3,9 +3,11 @@ package cmd
 import (
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
+	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
@@ -69,9 +71,12 @@ func newStoreLsCmd(g *globals) *cobra.Command {
 			if len(args) == 1 {
 				prefix = args[0]
 			}
+			if err := keyArg("list", prefix); err != nil {
+				return err
+			}
 			objs, err := st.List(cmd.Context(), prefix)
 			if err != nil {
-				return fmt.Errorf("list %q in %s: %w", prefix, st, err)
+				return keyErr(fmt.Errorf("list %q in %s: %w", prefix, st, err))
 			}
 			if g.json() {
 				out := make([]objectJSON, 0, len(objs))
@@ -101,9 +106,12 @@ func newStoreStatCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := keyArg("stat", args[0]); err != nil {
+				return err
+			}
 			info, err := st.Head(cmd.Context(), args[0])
 			if err != nil {
-				return fmt.Errorf("stat %s: %w", args[0], err)
+				return keyErr(fmt.Errorf("stat %s: %w", args[0], err))
 			}
 			if g.json() {
 				return writeJSON(g.stdout, storeStatJSON{SchemaVersion: SchemaVersion, Object: toObjectJSON(info)})
@@ -117,25 +125,53 @@ func newStoreStatCmd(g *globals) *cobra.Command {
 }
 
 func newStoreCatCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:     "cat KEY",
-		Short:   "Write an object's bytes to stdout",
-		Long:    "GET one object and write its bytes, unchanged, to stdout." + exitStatusHelp(),
+	var force bool
+	c := &cobra.Command{
+		Use:   "cat KEY [--force]",
+		Short: "Write an object's bytes to stdout",
+		Long: `GET one object and write its bytes, unchanged, to stdout. Binary bytes (a
+batch object, a checkpoint, a compacted view) are refused when stdout is a
+terminal, where they would garble it: redirect stdout to a file or a pipe,
+or pass --force.` + exitStatusHelp(),
 		Example: "  nereusctl store cat streams/s-1/head.json\n  nereusctl store cat streams/s-1/objects/00000000000000000000-00000000000000000100.kb > obj.kb",
 		Args:    exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := keyArg("cat", args[0]); err != nil {
+				return err
+			}
 			st, err := g.store(cmd.Context())
 			if err != nil {
 				return err
 			}
 			data, err := st.Get(cmd.Context(), args[0], nil)
 			if err != nil {
-				return fmt.Errorf("cat %s: %w", args[0], err)
+				return keyErr(fmt.Errorf("cat %s: %w", args[0], err))
+			}
+			if g.isTTY && !force && isBinary(data) {
+				return exitcode.Wrap(exitcode.Usage, fmt.Errorf("cat %s: %d bytes of binary data: not written to the terminal", args[0], len(data)),
+					fmt.Sprintf("redirect stdout ('nereusctl store cat %s > object.bin'), or pass --force", args[0]))
 			}
 			_, err = g.stdout.Write(data)
 			return err
 		},
 	}
+	c.Flags().BoolVar(&force, "force", false, "write binary bytes to a terminal too")
+	return c
+}
+
+// isBinary reports bytes that are not text a terminal shows as it is:
+// invalid UTF-8, or control characters other than tab, newline and
+// carriage return (a NUL, an escape sequence).
+func isBinary(data []byte) bool {
+	if !utf8.Valid(data) {
+		return true
+	}
+	for _, c := range data {
+		if c < 0x20 && c != '\t' && c != '\n' && c != '\r' || c == 0x7f {
+			return true
+		}
+	}
+	return false
 }
 
 func newStoreUpgradeCmd(g *globals) *cobra.Command {

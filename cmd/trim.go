@@ -127,7 +127,7 @@ func confirmFull(g *globals, op string, full []string) (fullTrims, error) {
 		name, _, _ := strings.Cut(f, " ")
 		set[name] = true
 	}
-	what := fmt.Sprintf("%s would remove EVERY record of %d partition(s): %s", op, len(full), strings.Join(full, ", "))
+	what := fmt.Sprintf("%s would remove EVERY record of %d partition(s): %s", op, len(full), exitcode.List(full, ", "))
 	if !stdinIsTerminal() {
 		return nil, exitcode.Wrap(exitcode.Usage, fmt.Errorf("%s; refused without --yes (stdin is not a terminal to ask): nothing was trimmed", what),
 			"pass --yes to remove them (cron jobs pass --yes), or --dry-run to see the plan")
@@ -199,7 +199,7 @@ func renderTrimResults(g *globals, dryRun bool, rs []*retention.Result, kafkaSty
 	}
 	// The exit status is the worst partition's (a held lease, 4, beats a
 	// refused offset, 1); the hint is the first failure's.
-	err := fmt.Errorf("%d of %d partitions failed (%s); first: %s-%d: %s: %s", len(failed), len(rs), strings.Join(failed, ", "), first.Topic, first.Partition, first.Error, first.ErrorDetail)
+	err := fmt.Errorf("%d of %d partitions failed (%s); first: %s-%d: %s: %s", len(failed), len(rs), exitcode.List(failed, ", "), first.Topic, first.Partition, first.Error, first.ErrorDetail)
 	return exitcode.Wrap(code, err, exitcode.HintOf(first.Err))
 }
 
@@ -230,8 +230,18 @@ func renderPlan(g *globals, r *retention.Result, dryRun bool) {
 			}
 			fmt.Fprintf(w, "  rule %-16s candidate %-8s segments %d, %d bytes\n", c.Rule, off, c.Segments, c.Bytes)
 		}
-		if len(p.Garbage) > 0 {
-			fmt.Fprintf(w, "  %s: %d segments, %d bytes\n", garbage, len(p.Garbage), p.GarbageSize)
+		sealed := len(p.Garbage)
+		var open retention.Segment
+		for _, s := range p.Garbage {
+			if s.Open {
+				sealed, open = sealed-1, s
+			}
+		}
+		if sealed > 0 {
+			fmt.Fprintf(w, "  %s: %d segments, %d bytes\n", garbage, sealed, p.GarbageSize)
+		}
+		if open.Open {
+			fmt.Fprintf(w, "  open segment [%d, %d): %d bytes below the new log start, freed when the segment rolls (gc collects it once it is sealed)\n", open.Base, open.End, p.OpenSegmentBytes)
 		}
 	}
 	if r.Trimmed() {

@@ -3,13 +3,17 @@ package cmd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 
 	"golang.org/x/term"
 
+	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
 
@@ -72,4 +76,49 @@ func terminalWidth(w io.Writer) int {
 		return c
 	}
 	return 100
+}
+
+// keyHint is the hint of an object key given on the command line that is
+// not a valid key.
+const keyHint = "object keys are relative, slash-separated paths inside the store, e.g. bindings/orders/0.json; list them with 'nereusctl store ls'"
+
+// keyArg checks an object key (or key prefix) given on the command line:
+// an invalid one is a usage error (exit 2), before any store request.
+func keyArg(what, key string) error {
+	if key == "" {
+		return nil
+	}
+	// a prefix may end in '/'; the key rules apply to what it names
+	k := strings.TrimSuffix(key, "/")
+	if err := store.ValidateKey(k); err != nil {
+		return exitcode.Wrap(exitcode.Usage, fmt.Errorf("%s %s: %w", what, key, err), keyHint)
+	}
+	return nil
+}
+
+// keyErr maps a store's refusal of a key the operator gave (the file://
+// rules beyond ValidateKey) to a usage error; other errors pass.
+func keyErr(err error) error {
+	if errors.Is(err, store.ErrInvalidKey) {
+		return exitcode.Wrap(exitcode.Usage, err, keyHint)
+	}
+	return err
+}
+
+// localFileArg checks a local file named by a flag: it must exist and be
+// a regular file. A missing or unreadable one is a usage error (exit 2),
+// before any store request.
+func localFileArg(flag, path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return exitcode.Wrap(exitcode.Usage, fmt.Errorf("%s %s: %w", flag, path, err), "check the path: it names a local file")
+	}
+	if !fi.Mode().IsRegular() {
+		return exitcode.Wrap(exitcode.Usage, fmt.Errorf("%s %s: not a regular file", flag, path), "check the path: it names a local file")
+	}
+	return nil
 }

@@ -206,7 +206,7 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 		return nil
 	case exitcode.Verify:
 		f := firstVerifyFinding(reps)
-		return exitcode.Wrap(exitcode.Verify, fmt.Errorf("verify: %d findings; first: %s: %s check failed on %s: %s", findings, f.Partition, f.Check, f.Object, f.Detail), "see 'nereusctl quarantine list' and docs/runbooks/coordinator-blocked.md")
+		return exitcode.Wrap(exitcode.Verify, fmt.Errorf("verify: %d findings; first: %s: %s check failed on %s: %s", findings, f.Partition, f.Check, f.Object, f.Detail), exitcode.FindingHint(findingScopes(reps)...))
 	case exitcode.Blocked:
 		return exitcode.BlockedErr(fmt.Errorf("verify: %d partition(s) blocked; first: %s", blocked, firstBlocked(reps)), "repair quarantined coverage with 'nereusctl repair TOPIC-PARTITION --digest sha256:...' (see 'nereusctl quarantine list'); restore a binding whose mandatory coverage is missing from a replica (docs/runbooks/coordinator-blocked.md)")
 	}
@@ -244,6 +244,17 @@ func firstBlocked(reps []*verify.Report) string {
 		}
 	}
 	return ""
+}
+
+// findingScopes lists the scopes of every finding, in report order.
+func findingScopes(reps []*verify.Report) []string {
+	var scopes []string
+	for _, r := range reps {
+		for _, f := range r.Findings {
+			scopes = append(scopes, f.Scope)
+		}
+	}
+	return scopes
 }
 
 func firstVerifyFinding(reps []*verify.Report) verify.Finding {

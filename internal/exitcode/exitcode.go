@@ -6,6 +6,8 @@ package exitcode
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
@@ -172,4 +174,87 @@ func HintOf(err error) string {
 		}
 	}
 	return ""
+}
+
+// The runbooks (docs/runbooks) a hint points to, by what failed.
+const (
+	// RunbookRestore: committed objects, bindings, heads or open segments
+	// that are missing or damaged.
+	RunbookRestore = "docs/runbooks/restore-from-replica.md"
+	// RunbookSlowRestart: checkpoints replay has to skip.
+	RunbookSlowRestart = "docs/runbooks/broker-restart-is-slow.md"
+	// RunbookBlocked: quarantined compacted coverage.
+	RunbookBlocked = "docs/runbooks/coordinator-blocked.md"
+)
+
+// The finding scopes of docs/json-output.md ("verify"), as FindingHint
+// reads them.
+const (
+	scopeCoverage   = "compacted-coverage"
+	scopeCheckpoint = "checkpoint"
+)
+
+// FindingHint is the hint for verification findings in the given scopes
+// (verify's "scope" field): each failed check points to its own runbook,
+// and only quarantined coverage to 'nereusctl quarantine list'. Repeated
+// scopes count once; the hints keep the order of the scopes' first
+// appearance, joined with "; ".
+func FindingHint(scopes ...string) string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range scopes {
+		h := scopeHint(s)
+		if h == "" || seen[h] {
+			continue
+		}
+		seen[h] = true
+		out = append(out, h)
+	}
+	return strings.Join(out, "; ")
+}
+
+func scopeHint(scope string) string {
+	switch scope {
+	case "":
+		return ""
+	case scopeCoverage:
+		return "a compacted set is quarantined: see 'nereusctl quarantine list' and " + RunbookBlocked
+	case scopeCheckpoint:
+		return "replay skips a damaged checkpoint (a longer restart): create a new one with 'nereusctl checkpoint create', see " + RunbookSlowRestart
+	}
+	// committed, binding, stream, open-segment: stored bytes a replica has
+	return "restore the missing or damaged objects from a replica: see " + RunbookRestore
+}
+
+// ListMax is how many items a one-line list in a message shows.
+const ListMax = 20
+
+// List joins items with sep for a one-line message, showing at most
+// ListMax of them and then "… and 249,988 more": a list of failing
+// partitions stays readable (and a 250,000-partition input does not make
+// a megabytes-long stderr line). Every message that lists partitions or
+// keys joins them here.
+func List(items []string, sep string) string {
+	if len(items) <= ListMax {
+		return strings.Join(items, sep)
+	}
+	return strings.Join(items[:ListMax], sep) + sep + "… and " + Count(len(items)-ListMax) + " more"
+}
+
+// Count writes n with thousands separators: 249,988.
+func Count(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }

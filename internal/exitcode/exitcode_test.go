@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/nereusctl/nereusctl/internal/kafka"
@@ -80,5 +81,55 @@ func TestHintOfSearchesTheTree(t *testing.T) {
 	}
 	if HintOf(errors.New("plain")) != "" || HintOf(nil) != "" {
 		t.Fatal("hint from nowhere")
+	}
+}
+
+// Each failed check points to its own runbook; only coverage names
+// 'quarantine list'; a scope repeated counts once.
+func TestFindingHint(t *testing.T) {
+	for scope, want := range map[string]string{
+		"committed":          RunbookRestore,
+		"binding":            RunbookRestore,
+		"stream":             RunbookRestore,
+		"open-segment":       RunbookRestore,
+		"checkpoint":         RunbookSlowRestart,
+		"compacted-coverage": RunbookBlocked,
+	} {
+		h := FindingHint(scope, scope)
+		if !strings.HasSuffix(h, want) || strings.Count(h, "docs/runbooks/") != 1 {
+			t.Errorf("FindingHint(%q) = %q, want one pointer to %s", scope, h, want)
+		}
+		if strings.Contains(h, "quarantine list") != (scope == "compacted-coverage") {
+			t.Errorf("FindingHint(%q) = %q: 'quarantine list' is for coverage only", scope, h)
+		}
+	}
+	h := FindingHint("committed", "checkpoint", "stream")
+	if !strings.Contains(h, RunbookRestore+"; ") || !strings.HasSuffix(h, RunbookSlowRestart) {
+		t.Errorf("FindingHint(mixed) = %q", h)
+	}
+	if FindingHint() != "" || FindingHint("") != "" {
+		t.Error("a hint without findings")
+	}
+}
+
+func TestListTruncates(t *testing.T) {
+	items := make([]string, 250008)
+	for i := range items {
+		items[i] = fmt.Sprintf("t-%d", i)
+	}
+	got := List(items, ", ")
+	if !strings.HasPrefix(got, "t-0, t-1, ") || !strings.HasSuffix(got, "t-19, … and 249,988 more") || strings.Contains(got, "t-20,") {
+		t.Fatalf("List = %q", got)
+	}
+	if got := List(items[:ListMax], "; "); got != strings.Join(items[:ListMax], "; ") {
+		t.Fatalf("List of %d = %q", ListMax, got)
+	}
+	if List(nil, ", ") != "" {
+		t.Fatal("List(nil)")
+	}
+	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 249988: "249,988", 1234567: "1,234,567", -1000: "-1,000"} {
+		if got := Count(n); got != want {
+			t.Errorf("Count(%d) = %q, want %q", n, got, want)
+		}
 	}
 }

@@ -341,7 +341,10 @@ func (g *Generation) Validate() error {
 		if !strings.HasPrefix(o.Key, StreamPrefix(g.StreamID)) {
 			return fmt.Errorf("object %d: key %q is outside stream %s", i, o.Key, g.StreamID)
 		}
-		if o.Size < 0 || o.Base < prev || o.End < o.Base || o.End > g.End {
+		if o.Size < 0 {
+			return fmt.Errorf("object %d (%s): size %d is negative", i, o.Key, o.Size)
+		}
+		if o.Base < prev || o.End < o.Base || o.End > g.End {
 			return fmt.Errorf("object %d (%s): range [%d, %d) out of order or outside [%d, %d)", i, o.Key, o.Base, o.End, g.Base, g.End)
 		}
 		if g.Kind == KindCommitted && o.Base != prev {

@@ -12,6 +12,7 @@ import (
 	"io"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -114,7 +115,7 @@ func decodeStrict(key string, data []byte, v interface{ Validate() error }) (dig
 	// from an earlier use of v survive).
 	rv.Elem().Set(reflect.Zero(rv.Type().Elem()))
 	if err := json.Unmarshal(data, v); err != nil {
-		return "", false, corrupt(key, "%v", err)
+		return "", false, corrupt(key, "%s", PlainJSONError(err))
 	}
 	if err := v.Validate(); err != nil {
 		return "", false, corrupt(key, "invalid document: %v", err)
@@ -279,8 +280,13 @@ func (w *walker) value(path string, t reflect.Type, top bool) error {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
 		reflect.Float32, reflect.Float64:
-		if _, ok := tok.(json.Number); !ok {
+		n, ok := tok.(json.Number)
+		if !ok {
 			want = "a number"
+			break
+		}
+		if r := numberFits(n, t); r != "" {
+			return corrupt(w.key, "%s is %s, want %s", where(path), n, r)
 		}
 	default:
 		return w.skip(path, tok)
@@ -437,4 +443,72 @@ func (o ObjectRef) CheckBytes(data []byte) error {
 		return fmt.Errorf("check %s: %w: sha256 is %s, the manifest records %s", o.Key, ErrObjectMismatch, hex.EncodeToString(s[:]), o.SHA256)
 	}
 	return nil
+}
+
+// numberFits is "" when n fits a value of type t, else what t takes, in
+// plain words: the walker checks numbers, so that encoding/json never
+// reports a number in its own terms (Go field and type names).
+func numberFits(n json.Number, t reflect.Type) string {
+	s := string(n)
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if _, err := strconv.ParseInt(s, 10, t.Bits()); err != nil {
+			lim := int64(1) << (t.Bits() - 1)
+			return fmt.Sprintf("a whole number from %d to %d", -lim, lim-1)
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if _, err := strconv.ParseUint(s, 10, t.Bits()); err != nil {
+			return fmt.Sprintf("a whole number from 0 to %d", uint64(1)<<(t.Bits()-1)*2-1)
+		}
+	case reflect.Float32, reflect.Float64:
+		if _, err := strconv.ParseFloat(s, t.Bits()); err != nil {
+			return "a number in range"
+		}
+	}
+	return ""
+}
+
+// PlainJSONError words an encoding/json error without Go field or type
+// names (for the documents that are not decoded strictly: a custom
+// decoder's value that still reaches encoding/json, local files).
+func PlainJSONError(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		field := te.Field
+		if field == "" {
+			field = "the document"
+		}
+		return fmt.Sprintf("%s is %s, want %s", field, te.Value, plainKind(te.Type))
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("malformed JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
+	}
+	return "malformed JSON: " + strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// plainKind names what a Go type takes, in JSON's words.
+func plainKind(t reflect.Type) string {
+	if t == nil {
+		return "another value"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return numberFits("x", t) // "x" fits no number: the range
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "another value"
 }

@@ -557,7 +557,7 @@ func loadProgress(path string) (*Progress, error) {
 	var p Progress
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("%w: malformed JSON: %v", ErrProgressCorrupt, err)
+		return nil, fmt.Errorf("%w: %s", ErrProgressCorrupt, layout.PlainJSONError(err))
 	}
 	if dec.More() {
 		return nil, fmt.Errorf("%w: trailing data after the document", ErrProgressCorrupt)

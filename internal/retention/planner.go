@@ -78,7 +78,14 @@ type Plan struct {
 	Error       string    `json:"error,omitempty"`
 	ErrorDetail string    `json:"error_detail,omitempty"`
 	Garbage     []Segment `json:"garbage_segments"`
-	GarbageSize int64     `json:"garbage_bytes"`
+	// GarbageSize is the bytes of the sealed segments in Garbage: what
+	// gc collects once the trim is durable.
+	GarbageSize int64 `json:"garbage_bytes"`
+	// OpenSegmentBytes is the bytes of the open segment when the plan
+	// deletes it too (every segment is due, as Kafka rolls and deletes
+	// the active one): not garbage yet, since gc collects only sealed
+	// segments; freed when the segment rolls (is sealed), by the gc after.
+	OpenSegmentBytes int64 `json:"open_segment_bytes"`
 }
 
 // Changes reports whether the plan moves the log start.
@@ -271,7 +278,13 @@ func Compute(in Input) Plan {
 			logStart = max(logStart, next)
 			c.Offset = logStart
 			p.Garbage = append(p.Garbage, deleted...)
-			p.GarbageSize += bytes
+			for _, s := range deleted {
+				if s.Open {
+					p.OpenSegmentBytes += s.Bytes
+				} else {
+					p.GarbageSize += s.Bytes
+				}
+			}
 		}
 		p.Candidates = append(p.Candidates, c)
 	}

@@ -168,3 +168,25 @@ func FuzzParseOffsetJSON(f *testing.F) {
 		}
 	})
 }
+
+// When every segment is due the open one goes too (as Kafka rolls and
+// deletes the active segment), but its bytes are not garbage: gc collects
+// only sealed segments, so they are OpenSegmentBytes, freed on the roll.
+func TestPlanOpenSegmentIsNotGarbage(t *testing.T) {
+	cfg := layout.DefaultTopicConfig()
+	cfg.RetentionBytes, cfg.RetentionMs = 0, -1
+	p := Compute(Input{Topic: "orders", Config: cfg, LogStart: 0, HW: 30, Retention: true, NowMs: 1,
+		Segments: []Segment{{Base: 0, End: 10, Bytes: 100, Gen: 0}, {Base: 10, End: 20, Bytes: 200, Gen: 1}, {Base: 20, End: 30, Bytes: 40, Gen: -1, Open: true}}})
+	if p.NewLogStart != 30 || len(p.Garbage) != 3 {
+		t.Fatalf("new log start %d, %d garbage segments; want 30 and all 3", p.NewLogStart, len(p.Garbage))
+	}
+	if p.GarbageSize != 300 || p.OpenSegmentBytes != 40 {
+		t.Fatalf("garbage %d, open segment %d; want 300 (sealed only) and 40", p.GarbageSize, p.OpenSegmentBytes)
+	}
+	// the sealed segments alone: no open-segment bytes
+	p = Compute(Input{Topic: "orders", Config: cfg, LogStart: 0, HW: 30, Retention: true, NowMs: 1,
+		Segments: []Segment{{Base: 0, End: 10, Bytes: 100, Gen: 0}, {Base: 10, End: 30, Bytes: 200, Gen: 1}, {Base: 30, End: 30, Bytes: 0, Gen: -1, Open: true}}})
+	if p.GarbageSize != 300 || p.OpenSegmentBytes != 0 {
+		t.Fatalf("garbage %d, open segment %d; want 300 and 0", p.GarbageSize, p.OpenSegmentBytes)
+	}
+}

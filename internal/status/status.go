@@ -45,11 +45,30 @@ type Partition struct {
 	// that no object of the stream holds; nil when none are missing.
 	DataLoss *DataLoss `json:"data_loss"`
 	// Anchors are every checkpoint\'s anchor (valid or not), for the map.
-	Anchors []int64         `json:"checkpoint_anchors"`
-	Binding *layout.Binding `json:"-"`
+	Anchors []int64 `json:"checkpoint_anchors"`
+	// SkippedCheckpoints are the checkpoints replay found unusable and
+	// skipped (newest first, as it tried them), with why: a restart
+	// replays a longer tail than the newest checkpoint promises.
+	SkippedCheckpoints []SkippedCheckpoint `json:"skipped_checkpoints"`
+	// BindingLogStart is the binding's observed_log_start. Below LogStart
+	// (the head's durable trim) it lags: a trim stopped between its head
+	// and binding steps (BindingLagsTrim); rerunning it finishes.
+	BindingLogStart int64           `json:"binding_log_start"`
+	BindingLagsTrim bool            `json:"binding_lags_trim"`
+	Binding         *layout.Binding `json:"-"`
 	// Err is the replay's error behind Error or DataLoss, for the exit
 	// status.
 	Err error `json:"-"`
+}
+
+// SkippedCheckpoint is a checkpoint replay skipped.
+type SkippedCheckpoint struct {
+	Key    string `json:"key"`
+	Anchor int64  `json:"anchor"`
+	// Reason is replay's short reason (corrupt checkpoint, leads the
+	// head, anchor object missing, …); Detail the check that failed.
+	Reason string `json:"reason"`
+	Detail string `json:"detail,omitempty"`
 }
 
 // DataLoss is the data_loss field of a status row.
@@ -94,8 +113,8 @@ func CollectAt(ctx context.Context, st store.Store, tps []layout.TopicPartition,
 }
 
 // collectOne is one partition's row.
-func collectOne(ctx context.Context, st store.Store, tp layout.TopicPartition, now time.Time, clock state.Clock) Partition {
-	row := Partition{Topic: tp.Topic, Partition: tp.Partition}
+func collectOne(ctx context.Context, st store.Store, tp layout.TopicPartition, now time.Time, clock state.Clock) (row Partition) {
+	row = Partition{Topic: tp.Topic, Partition: tp.Partition, SkippedCheckpoints: []SkippedCheckpoint{}}
 	b, _, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
 	if err != nil {
 		// A corrupt binding is corruption (exit 3), not an unreadable
@@ -110,6 +129,8 @@ func collectOne(ctx context.Context, st store.Store, tp layout.TopicPartition, n
 	row.Blocked = b.Coverage.State == layout.CoverageQuarantined
 	row.CleanupPolicy = b.Config.CleanupPolicy
 	row.ConfigSource = b.ConfigSource
+	row.BindingLogStart = b.ObservedLogStart
+	defer func() { row.BindingLagsTrim = row.Error == "" && row.BindingLogStart < row.LogStart }()
 	if row.Blocked {
 		// No replay of a blocked partition: show the head's bounds.
 		h, _, err := layout.LoadHead(ctx, st, b.StreamID)
@@ -144,6 +165,9 @@ func collectOne(ctx context.Context, st store.Store, tp layout.TopicPartition, n
 	row.Anchors = []int64{}
 	for _, c := range res.Candidates {
 		row.Anchors = append(row.Anchors, c.Anchor)
+		if c.Status == "skipped" {
+			row.SkippedCheckpoints = append(row.SkippedCheckpoints, SkippedCheckpoint{Key: c.Key, Anchor: c.Anchor, Reason: c.Reason, Detail: c.Detail})
+		}
 	}
 	if c := res.Chosen; c != nil {
 		a := c.Anchor
@@ -159,8 +183,11 @@ func collectOne(ctx context.Context, st store.Store, tp layout.TopicPartition, n
 // Map draws each partition's offset line, scaled to width columns, in plain
 // ASCII: '.' below the log start (unreadable), '=' retained COMMITTED data,
 // '#' compacted coverage, 'X' quarantined coverage, '|' a checkpoint anchor,
-// 'L' the LSO when an open transaction holds it below the HW, '!' offsets
-// whose objects are missing (data loss), ']' the head.
+// '?' a checkpoint replay skipped as unusable, 'L' the LSO when an open
+// transaction holds it below the HW, '!' offsets whose objects are missing
+// (data loss), ']' the head. The LSO is never hidden: when it falls in the
+// head's column it is drawn just before it, and the line ends with its
+// value. The legend wraps at width.
 func Map(rows []Partition, width int) []string {
 	nameW := 0
 	var maxHead int64 = 1
@@ -168,7 +195,15 @@ func Map(rows []Partition, width int) []string {
 		nameW = max(nameW, len(fmt.Sprintf("%s-%d", r.Topic, r.Partition)))
 		maxHead = max(maxHead, r.Head)
 	}
-	barW := max(width-nameW-24, 10)
+	// the bar takes what the name and the widest bounds leave, so that
+	// every line fits width (an 80-column terminal too)
+	boundsW := len("LOG START..HEAD")
+	for _, r := range rows {
+		if r.Error == "" {
+			boundsW = max(boundsW, len(mapBounds(r)))
+		}
+	}
+	barW := max(width-nameW-4-boundsW-1, 10)
 	col := func(off int64) int {
 		c := int(off * int64(barW-1) / maxHead)
 		return min(max(c, 0), barW-1)
@@ -199,6 +234,9 @@ func Map(rows []Partition, width int) []string {
 		for _, a := range r.Anchors {
 			bar[col(a)] = '|'
 		}
+		for _, k := range r.SkippedCheckpoints {
+			bar[col(k.Anchor)] = '?'
+		}
 		if r.DataLoss != nil {
 			for _, m := range r.DataLoss.Missing {
 				for c := col(m[0]); c <= col(max(m[0], m[1]-1)); c++ {
@@ -207,11 +245,43 @@ func Map(rows []Partition, width int) []string {
 			}
 		}
 		if r.LSO >= 0 && r.LSO < r.Head {
-			bar[col(r.LSO)] = 'L'
+			c := col(r.LSO)
+			if c == col(r.Head) && c > 0 {
+				c-- // the head's column: just before it, still seen
+			}
+			bar[c] = 'L'
 		}
 		bar[col(r.Head)] = ']'
-		out = append(out, fmt.Sprintf("%-*s  %s  %d..%d", nameW, name, bar, r.LogStart, r.Head))
+		out = append(out, fmt.Sprintf("%-*s  %s  %s", nameW, name, bar, mapBounds(r)))
 	}
-	out = append(out, "legend: . below log start  = COMMITTED  # compacted view  X quarantined  | checkpoint  L LSO  ! missing  ] head")
-	return out
+	return append(out, legend(width)...)
+}
+
+// mapBounds is the text after a map line: LOG START..HEAD, and the LSO
+// when it is below the head.
+func mapBounds(r Partition) string {
+	b := fmt.Sprintf("%d..%d", r.LogStart, r.Head)
+	if r.LSO >= 0 && r.LSO < r.Head {
+		b += fmt.Sprintf(" LSO %d", r.LSO)
+	}
+	return b
+}
+
+// legend is the map's key, wrapped at width columns.
+func legend(width int) []string {
+	items := []string{". below log start", "= COMMITTED", "# compacted view", "X quarantined", "| checkpoint", "? skipped checkpoint", "L LSO", "! missing", "] head"}
+	var out []string
+	line := "legend:"
+	for _, it := range items {
+		if len(line)+2+len(it) > width && line != "legend:" && line != "       " {
+			out = append(out, line)
+			line = "       "
+		}
+		if line == "legend:" || line == "       " {
+			line += " " + it
+		} else {
+			line += "  " + it
+		}
+	}
+	return append(out, line)
 }

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/nereusctl/nereusctl/cmd"
@@ -45,15 +45,24 @@ func runRetentionStats(t *testing.T, dir string, args ...string) (retentionRun, 
 	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
 		t.Fatal(err)
 	}
-	m := countsRe.FindStringSubmatch(errb.String())
-	if m == nil {
-		t.Fatalf("no request counts in %q", errb.String())
+	return rep, jsonStats(t, errb.String())
+}
+
+// jsonStats reads the request counts of --stats under -o json: the last
+// stderr line, {"schema_version":1,"stats":{"requests":{...}}}.
+func jsonStats(t *testing.T, stderr string) reqCounts {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	var doc struct {
+		Stats struct {
+			Requests map[string]int64 `json:"requests"`
+		} `json:"stats"`
 	}
-	n := make([]int64, 5)
-	for i, s := range m[1:] {
-		n[i], _ = strconv.ParseInt(s, 10, 64)
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &doc); err != nil || doc.Stats.Requests == nil {
+		t.Fatalf("no request counts in %q (%v)", stderr, err)
 	}
-	return rep, reqCounts{Get: n[0], Head: n[1], List: n[2], Put: n[3], Delete: n[4]}
+	r := doc.Stats.Requests
+	return reqCounts{Get: r["GET"], Head: r["HEAD"], List: r["LIST"], Put: r["PUT"], Delete: r["DELETE"]}
 }
 
 // TestRetentionEconomyTwoSizes measures retention run --all (with its

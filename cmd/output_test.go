@@ -126,7 +126,7 @@ func TestOutputWideShowsMoreColumns(t *testing.T) {
 	}{
 		{[]string{"status"}, regexp.MustCompile(`(?m)^PARTITION .*DATA LOSS +COMPACTED +POLICY +PRODUCERS +OPEN TXNS\s*$`)},
 		{[]string{"checkpoint", "list", "orders-0"}, regexp.MustCompile(`(?m)^ANCHOR .*KEY +MODIFIED +DETAIL\s*$|\b[0-9a-f]{64}\b`)},
-		{[]string{"quarantine", "list"}, regexp.MustCompile(`(?m)^PARTITION .*WHEN +STREAM +DETAIL\s*$`)},
+		{[]string{"quarantine", "list"}, regexp.MustCompile(`(?m)^PARTITION .*WHEN +DIGEST +STREAM +DETAIL\s*$`)},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {

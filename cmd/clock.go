@@ -47,11 +47,19 @@ func (f *clockFlags) add(c *cobra.Command, withNow bool) {
 
 // clock returns the producer-expiration clock of the flags.
 func (f *clockFlags) clock() (state.Clock, error) {
+	_, c, err := f.nowAndClock()
+	return c, err
+}
+
+// nowAndClock returns --now (default: the wall clock) and the
+// producer-expiration clock at it.
+func (f *clockFlags) nowAndClock() (time.Time, state.Clock, error) {
 	now, _, err := parseNow(f.now)
 	if err != nil {
-		return state.Clock{}, err
+		return time.Time{}, state.Clock{}, err
 	}
-	return f.clockAt(now)
+	c, err := f.clockAt(now)
+	return now, c, err
 }
 
 // clockAt is clock with the time already parsed.

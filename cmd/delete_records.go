@@ -54,11 +54,7 @@ anything; otherwise it is refused with exit 2 and nothing is trimmed.` + exitSta
 			if o.file == "" {
 				return exitcode.UsageErr(fmt.Errorf("--offset-json-file is required"))
 			}
-			now, _, err := parseNow(o.clock.now)
-			if err != nil {
-				return err
-			}
-			clock, err := o.clock.clockAt(now)
+			now, clock, err := o.clock.nowAndClock()
 			if err != nil {
 				return err
 			}

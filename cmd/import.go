@@ -283,6 +283,20 @@ type importManyItem struct {
 // runImportMany imports several partition directories, --parallel at once,
 // each under its partition lease (in runImportOne); the reports in
 // directory order, one failure never stopping the others.
+// importStore opens the store an import writes (creating a missing
+// file:// root); a dry run checks the binding when the store is there, but
+// never creates it (nil store when there is none).
+func importStore(ctx context.Context, g *globals, dryRun bool) (store.Store, error) {
+	if dryRun {
+		if s, err := g.store(ctx); err == nil {
+			return s, nil
+		}
+		return nil, nil
+	}
+	g.createStore = true
+	return g.store(ctx)
+}
+
 func runImportMany(cmd *cobra.Command, g *globals, o *importOptions, dirs []string, skipped []importSkip) error {
 	ctx := cmd.Context()
 	if o.Topic != "" {
@@ -291,17 +305,9 @@ func runImportMany(cmd *cobra.Command, g *globals, o *importOptions, dirs []stri
 	for _, sk := range skipped {
 		fmt.Fprintf(g.stderr, "import kafka-log: skipped %s: %s\n", sk.Dir, sk.Reason)
 	}
-	var st store.Store
-	if o.DryRun {
-		if s, err := g.store(ctx); err == nil {
-			st = s
-		}
-	} else {
-		g.createStore = true
-		var err error
-		if st, err = g.store(ctx); err != nil {
-			return err
-		}
+	st, err := importStore(ctx, g, o.DryRun)
+	if err != nil {
+		return err
 	}
 	type outcome struct {
 		res *importer.Result
@@ -396,18 +402,9 @@ func runImport(cmd *cobra.Command, g *globals, o *importOptions) error {
 	if err != nil {
 		return importErr(err)
 	}
-	var st store.Store
-	if o.DryRun {
-		// A dry run checks the binding when the store is there, but never
-		// creates it.
-		if s, err := g.store(ctx); err == nil {
-			st = s
-		}
-	} else {
-		g.createStore = true
-		if st, err = g.store(ctx); err != nil {
-			return err
-		}
+	st, err := importStore(ctx, g, o.DryRun)
+	if err != nil {
+		return err
 	}
 	var prog *progress // a dry run writes nothing
 	if !o.DryRun {

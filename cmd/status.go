@@ -66,11 +66,7 @@ store.` + exitStatusHelp("1 when no partitions are named and the store has no bi
 func runStatus(cmd *cobra.Command, g *globals, o *statusOptions, args []string) error {
 	ctx := cmd.Context()
 	// --now: producer expiration and the checkpoint ages (default: now).
-	now, _, err := parseNow(o.clock.now)
-	if err != nil {
-		return err
-	}
-	clock, err := o.clock.clockAt(now)
+	now, clock, err := o.clock.nowAndClock()
 	if err != nil {
 		return err
 	}

@@ -56,11 +56,7 @@ with exit 2 and nothing is written.` + exitStatusHelp("1 when the request is ref
 			if !cmd.Flags().Changed("to") {
 				return exitcode.UsageErr(fmt.Errorf("--to OFFSET is required (-1 for the HW)"))
 			}
-			now, _, err := parseNow(o.clock.now)
-			if err != nil {
-				return err
-			}
-			clock, err := o.clock.clockAt(now)
+			now, clock, err := o.clock.nowAndClock()
 			if err != nil {
 				return err
 			}

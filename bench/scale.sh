@@ -8,6 +8,7 @@
 #   bash bench/scale.sh                          # 2,001 partitions, 20 ms per request
 #   SCALE_PARTITIONS=300 SCALE_DELAY=20ms bash bench/scale.sh
 #   SCALE_ONLY=status,shards bash bench/scale.sh
+#   SCALE_ONLY=shards SCALE_SHARD_PARALLEL=1 bash bench/scale.sh   # shards of serial processes
 #
 # Needs versitygw (go install github.com/versity/versitygw/cmd/versitygw@v1.8.0).
 # Loopback only; every loop is bounded.
@@ -19,4 +20,5 @@ go build -o "$work/nereusctl" .
 go run ./bench/scale -bin "$work/nereusctl" \
 	-partitions "${SCALE_PARTITIONS:-2001}" \
 	-delay "${SCALE_DELAY:-20ms}" \
-	-only "${SCALE_ONLY:-}"
+	-only "${SCALE_ONLY:-}" \
+	-shard-parallel "${SCALE_SHARD_PARALLEL:-}"

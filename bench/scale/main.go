@@ -44,6 +44,9 @@ const (
 	bucket    = "nereus-scale"
 )
 
+// shardParallel is each process's --parallel in the shards comparison.
+var shardParallel = flag.String("shard-parallel", "", "--parallel of each process in the shards comparison (default: the store's default)")
+
 func main() {
 	bin := flag.String("bin", "", "nereusctl binary to measure (required)")
 	gw := flag.String("versitygw", "", "versitygw binary (default: $VERSITYGW, PATH, $(go env GOPATH)/bin)")
@@ -203,9 +206,14 @@ func run(bin, gwBin string, partitions, records int, delay time.Duration, only s
 		// Four shard processes at once against one process, both dry runs
 		// (they must not change the store between the two).
 		args := append(append([]string{}, retentionArgs...), "--dry-run")
+		par := "default"
+		if *shardParallel != "" {
+			args = append(args, "--parallel", *shardParallel)
+			par = *shardParallel
+		}
 		proxy.ResetCounts()
 		one := measure(bin, env, proxy.URL, prefixes[0], nil, args...)
-		one.name, one.parallel, one.partitions, one.requests, one.inFlight = "retention-dry 1 process", "default", n, proxy.Requests(), proxy.PeakInFlight()
+		one.name, one.parallel, one.partitions, one.requests, one.inFlight = "retention-dry 1 process", par, n, proxy.Requests(), proxy.PeakInFlight()
 		printResult(one)
 		proxy.ResetCounts()
 		t0 := time.Now()
@@ -221,7 +229,7 @@ func run(bin, gwBin string, partitions, records int, delay time.Duration, only s
 			}()
 		}
 		wg.Wait()
-		four := result{name: "retention-dry 4 shards at once", parallel: "default", seconds: time.Since(t0).Seconds(), partitions: n,
+		four := result{name: "retention-dry 4 shards at once", parallel: par, seconds: time.Since(t0).Seconds(), partitions: n,
 			requests: proxy.Requests(), inFlight: proxy.PeakInFlight(), exit: maxInt(exits), peakRSSMiB: slices.Max(rss)}
 		printResult(four)
 		if four.seconds > 0 {

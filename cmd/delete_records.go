@@ -124,6 +124,10 @@ anything; otherwise it is refused with exit 2 and nothing is trimmed.` + exitSta
 // partition; Kafka's order is a hash map's, nereusctl sorts by topic and
 // partition). Kafka's per-partition errors exit 0 unless strict; a failure
 // of nereusctl itself keeps its code. -o json is the trim contract.
+// maxDetailLines bounds the per-partition error details delete-records
+// writes to stderr (every partition's line is on stdout).
+const maxDetailLines = 20
+
 func renderDeleteRecords(g *globals, dryRun, strict bool, rs []*retention.Result) error {
 	sorted := append([]*retention.Result(nil), rs...)
 	sort.SliceStable(sorted, func(i, j int) bool {
@@ -153,6 +157,7 @@ func renderDeleteRecords(g *globals, dryRun, strict bool, rs []*retention.Result
 		} else {
 			fmt.Fprintln(g.stdout, "Records delete operation completed:")
 		}
+		detailed := 0 // per-partition details on stderr, at most maxDetailLines
 		for _, r := range sorted {
 			name := fmt.Sprintf("%s-%d", r.Topic, r.Partition)
 			switch text, kafka := retention.KafkaErrorText(r.Error); {
@@ -162,24 +167,52 @@ func renderDeleteRecords(g *globals, dryRun, strict bool, rs []*retention.Result
 				fmt.Fprintf(g.stdout, "partition: %s\tlow_watermark: %d\n", name, r.NewLogStart)
 			case kafka:
 				fmt.Fprintf(g.stdout, "partition: %s\terror: %s\n", name, text)
-				fmt.Fprintf(g.stderr, "delete-records %s: %s: %s\n", name, r.Error, r.ErrorDetail)
+				if detailed < maxDetailLines {
+					fmt.Fprintf(g.stderr, "delete-records %s: %s: %s\n", name, r.Error, r.ErrorDetail)
+				}
+				detailed++
 			default:
 				fmt.Fprintf(g.stdout, "partition: %s\terror: %s: %s\n", name, r.Error, r.ErrorDetail)
 			}
 		}
 	}
+	if n := len(failed) - maxDetailLines; n > 0 && !g.json() {
+		fmt.Fprintf(g.stderr, "delete-records: … and %d more partitions report an error (their partition: lines are on stdout)\n", n)
+	}
+	// One line for every failing partition, the list truncated
+	// (exitcode.List); the first failure's detail names why.
+	summary := func(what string) error {
+		names := make([]string, 0, len(own)+len(failed))
+		for _, r := range sorted {
+			if !r.OK() {
+				names = append(names, fmt.Sprintf("%s-%d", r.Topic, r.Partition))
+			}
+		}
+		first := failed
+		if len(own) > 0 {
+			first = own
+		}
+		r := first[0]
+		return fmt.Errorf("delete-records: %d of %d partitions %s (%s); first: %s-%d: %s: %s",
+			len(names), len(rs), what, exitcode.List(names, ", "), r.Topic, r.Partition, r.Error, r.ErrorDetail)
+	}
 	if len(own) > 0 {
-		r := own[0]
-		err := fmt.Errorf("delete-records: %d of %d partitions failed (first: %s-%d: %s)", len(own)+len(failed), len(rs), r.Topic, r.Partition, r.ErrorDetail)
-		if r.Err != nil {
+		err := summary("failed")
+		if r := own[0]; r.Err != nil {
 			return exitcode.Wrap(exitcode.Of(r.Err), err, exitcode.HintOf(r.Err))
 		}
 		return err
 	}
-	if strict && len(failed) > 0 {
-		r := failed[0]
-		return exitcode.Wrap(exitcode.Error, fmt.Errorf("delete-records: %d of %d partitions report an error (--strict; first: %s-%d: %s: %s)", len(failed), len(rs), r.Topic, r.Partition, r.Error, r.ErrorDetail),
-			"the other partitions were done; fix the offsets of those that failed and rerun")
+	if len(failed) > 0 {
+		err := summary("report an error")
+		if strict {
+			return exitcode.Wrap(exitcode.Error, fmt.Errorf("%w (--strict)", err),
+				"the other partitions were done; fix the offsets of those that failed and rerun")
+		}
+		if !g.json() {
+			// exit 0, as kafka-delete-records.sh; the detail on stderr
+			fmt.Fprintf(g.stderr, "nereusctl: %v\n", err)
+		}
 	}
 	return nil
 }

@@ -506,6 +506,14 @@ func renderImport(w io.Writer, r *importer.Result) error {
 	for _, n := range e.Notes {
 		fmt.Fprintf(w, "  %s\n", n)
 	}
+	fmt.Fprintf(w, "Imported leader epochs: %s (%d from leader-epoch-checkpoint", importer.EpochsText(e.Imported), e.FromFile)
+	if e.GenesisCheckpoint != "" {
+		fmt.Fprintf(w, ", held by %s", e.GenesisCheckpoint)
+	}
+	fmt.Fprintln(w, ")")
+	for _, d := range e.Disagreements {
+		fmt.Fprintf(w, "  disagreement: epoch %d: file %s, batches %s, imported %s: %s\n", d.Epoch, offOrNone(d.FileStartOffset), offOrNone(d.BatchStartOffset), offOrNone(d.ImportedStartOffset), d.Reason)
+	}
 	if sn := r.Snapshot; sn != nil {
 		fmt.Fprintf(w, "Producer snapshot: %s (offset %d): %d producers, %d expired at %s (producer.id.expiration.ms %d), %d hydrated", sn.File, sn.Offset, sn.Entries, sn.Expired, sn.Clock, sn.ExpirationMs, sn.Producers)
 		if sn.Checkpoint != "" {
@@ -548,6 +556,14 @@ func renderImport(w io.Writer, r *importer.Result) error {
 		fmt.Fprintf(w, "\n%s\n", strings.Join(drops, "\n"))
 	}
 	return nil
+}
+
+// offOrNone renders an optional offset ("none" when absent).
+func offOrNone(o *int64) string {
+	if o == nil {
+		return "none"
+	}
+	return fmt.Sprint(*o)
 }
 
 // topicConfigHint lists what a topic config may say.

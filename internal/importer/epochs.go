@@ -303,4 +303,3 @@ func mergeEpochs(file []kafka.EpochEntry, batches []state.EpochEntry, carried ma
 	}
 	return m
 }
-

@@ -633,7 +633,7 @@ func epochCheck(f epochFile, imported []state.EpochEntry, m epochMerge, res *Res
 	c.Checkpoint = nonNilEpochs(c.Checkpoint)
 	c.Derived = nonNilEpochs(slices.Clone(bt.Epochs))
 	c.Notes = nonNilStrings(c.Notes)
-	c.Source = "the batches' partitionLeaderEpoch (LogSegment.recover's rule)"
+	c.Source = "LogSegment.recover's rule from the batches"
 	c.Imported = nonNilEpochs(slices.Clone(imported))
 	c.FromFile = m.fromFile
 	c.Disagreements = append([]EpochDisagreement{}, m.disagreements...)

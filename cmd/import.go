@@ -136,9 +136,13 @@ and the binding's observed_log_start. The stream id derives from the
 topic, partition and the SHA-256 of the imported bytes, so rerunning an
 interrupted import resumes it. A full replay of the written stream must
 reproduce the state derived from the files before the binding is created.
-The partition's leader-epoch-checkpoint is compared with the replayed
-leader epochs: match, explained (e.g. the first batches of an epoch were
-compacted away) or differ.
+The partition's leader-epoch-checkpoint is the authority where the
+batches are gone: its entries below the first surviving batch, for epochs
+no batch carries, or whose opening batches were removed are imported (a
+checkpoint at the stream's first offset holds them, so every replay sees
+them); the batches give the rest. The file is compared with the batches'
+epochs (match, explained, e.g. the first batches of an epoch were
+compacted away, or differ) and each disagreement is listed.
 
 Producers whose batches are gone are known only from the broker's producer
 snapshot (NNNNNNNNNNNNNNNNNNNN.snapshot): import hydrates them from the

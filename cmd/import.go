@@ -136,9 +136,13 @@ and the binding's observed_log_start. The stream id derives from the
 topic, partition and the SHA-256 of the imported bytes, so rerunning an
 interrupted import resumes it. A full replay of the written stream must
 reproduce the state derived from the files before the binding is created.
-The partition's leader-epoch-checkpoint is compared with the replayed
-leader epochs: match, explained (e.g. the first batches of an epoch were
-compacted away) or differ.
+The partition's leader-epoch-checkpoint is the authority where the
+batches are gone: its entries below the first surviving batch, for epochs
+no batch carries, or whose opening batches were removed are imported (a
+checkpoint at the stream's first offset holds them, so every replay sees
+them); the batches give the rest. The file is compared with the batches'
+epochs (match, explained, e.g. the first batches of an epoch were
+compacted away, or differ) and each disagreement is listed.
 
 Producers whose batches are gone are known only from the broker's producer
 snapshot (NNNNNNNNNNNNNNNNNNNN.snapshot): import hydrates them from the
@@ -503,6 +507,14 @@ func renderImport(w io.Writer, r *importer.Result) error {
 	for _, n := range e.Notes {
 		fmt.Fprintf(w, "  %s\n", n)
 	}
+	fmt.Fprintf(w, "Imported leader epochs: %s (%d from leader-epoch-checkpoint", importer.EpochsText(e.Imported), e.FromFile)
+	if e.GenesisCheckpoint != "" {
+		fmt.Fprintf(w, ", held by %s", e.GenesisCheckpoint)
+	}
+	fmt.Fprintln(w, ")")
+	for _, d := range e.Disagreements {
+		fmt.Fprintf(w, "  disagreement: epoch %d: file %s, batches %s, imported %s: %s\n", d.Epoch, offOrNone(d.FileStartOffset), offOrNone(d.BatchStartOffset), offOrNone(d.ImportedStartOffset), d.Reason)
+	}
 	if sn := r.Snapshot; sn != nil {
 		fmt.Fprintf(w, "Producer snapshot: %s (offset %d): %d producers, %d expired at %s (producer.id.expiration.ms %d), %d hydrated", sn.File, sn.Offset, sn.Entries, sn.Expired, sn.Clock, sn.ExpirationMs, sn.Producers)
 		if sn.Checkpoint != "" {
@@ -545,6 +557,14 @@ func renderImport(w io.Writer, r *importer.Result) error {
 		fmt.Fprintf(w, "\n%s\n", strings.Join(drops, "\n"))
 	}
 	return nil
+}
+
+// offOrNone renders an optional offset ("none" when absent).
+func offOrNone(o *int64) string {
+	if o == nil {
+		return "none"
+	}
+	return fmt.Sprint(*o)
 }
 
 // topicConfigHint lists what a topic config may say.

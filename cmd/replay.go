@@ -295,7 +295,7 @@ func renderReplay(w io.Writer, res, full *recovery.Result) error {
 	if res.Full && res.Floor {
 		fmt.Fprintf(w, "Checkpoint: %s (anchor %d): the retention floor; the objects below the first retained one (all under the durable trim %d) were removed by gc, so a full replay starts here\n", res.Chosen.Key, res.Chosen.Anchor, res.Head.Trim)
 	} else if res.Full && res.Genesis {
-		fmt.Fprintf(w, "Checkpoint: %s (anchor %d): the stream's first offset; it holds the state from before it (producers of a broker snapshot at import), so a full replay starts here\n", res.Chosen.Key, res.Chosen.Anchor)
+		fmt.Fprintf(w, "Checkpoint: %s (anchor %d): the stream's first offset; it holds the state from before it (written at import: a broker snapshot's producers, leader epochs whose batches are gone), so a full replay starts here\n", res.Chosen.Key, res.Chosen.Anchor)
 	} else if res.Full {
 		fmt.Fprintf(w, "Checkpoint: none (full replay requested)\n")
 	} else if res.Chosen == nil {

@@ -49,6 +49,11 @@ type plan struct {
 	part     *state.Partition
 	hyd      *hydration // the producer snapshot, nil when none
 	covered  []offRange // offsets held by batches, merged
+	// carried: every leader epoch a batch carries (partitionLeaderEpoch
+	// >= 0); batchEpochs the cache the batches alone give (before the
+	// leader-epoch-checkpoint is merged in: importer.go).
+	carried     map[int32]bool
+	batchEpochs []state.EpochEntry
 }
 
 // offRange is [from, to).
@@ -66,7 +71,7 @@ type offRange struct{ from, to int64 }
 // after it is deleted (removeAndDeleteSegmentsAsync). Every byte dropped
 // is reported.
 func analyze(segs []segmentFile, res *Result, opt Options, recoveryPoint int64) (*plan, error) {
-	p := &plan{start: segs[0].base}
+	p := &plan{start: segs[0].base, carried: map[int32]bool{}}
 	p.part = opt.hyd.seed(p.start) // the producer snapshot's state, if any (snapshot.go)
 	expect := p.start
 	digest := sha256.New()
@@ -134,6 +139,9 @@ func analyze(segs []segmentFile, res *Result, opt Options, recoveryPoint int64) 
 			bt := stream.Batch{Header: *h, Raw: sc.Batch(), Object: layout.StreamObject{Key: sf.name, Base: cur.base}, Pos: int64(pos - cur.start)}
 			if err := recovery.ApplyBatch(p.part, bt); err != nil {
 				return nil, fmt.Errorf("%s: batch at byte %d: %w", sf.path, pos, err)
+			}
+			if e := h.PartitionLeaderEpoch; e >= 0 && !p.carried[e] {
+				p.carried[e] = true
 			}
 			cur.batches++
 			if rep.Batches == 0 {

@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -26,15 +27,30 @@ const (
 )
 
 // EpochCheck compares the partition's leader-epoch-checkpoint with the
-// leader epochs a replay of the imported stream derives from the batches'
-// partitionLeaderEpoch (the recovery rule of LogSegment.recover).
+// leader epochs the batches' partitionLeaderEpoch give (the recovery rule
+// of LogSegment.recover), and says what the imported state holds.
 type EpochCheck struct {
 	Status     string             `json:"status"`
 	Checkpoint []state.EpochEntry `json:"checkpoint"`
 	Derived    []state.EpochEntry `json:"derived"`
-	// Source says which replay derived the epochs.
+	// Source says where Derived came from: the batches'
+	// partitionLeaderEpoch, read with LogSegment.recover's rule.
 	Source string   `json:"source"`
 	Notes  []string `json:"notes"`
+	// Imported is the leader-epoch cache of the imported state (the
+	// replay of the written stream): the file where the batches are gone,
+	// the batches for the rest (docs/kafka-retention-rules.md §14.1).
+	// FromFile counts its entries that came from the file and not from
+	// the batches.
+	Imported []state.EpochEntry `json:"imported"`
+	FromFile int                `json:"from_file"`
+	// Disagreements lists every epoch the file and the batches start
+	// differently (or only one of them has), with what was imported.
+	Disagreements []EpochDisagreement `json:"disagreements"`
+	// GenesisCheckpoint is the checkpoint at the stream's first offset
+	// that holds the file's entries, so that every replay sees them (""
+	// when the file gave none, or on a dry run).
+	GenesisCheckpoint string `json:"genesis_checkpoint"`
 }
 
 // compareEpochs checks derived against the checkpoint entries. Kafka
@@ -125,3 +141,165 @@ func epochsText(es []state.EpochEntry) string {
 
 // EpochsText renders epoch entries as "epoch@start, …".
 func EpochsText(es []state.EpochEntry) string { return epochsText(es) }
+
+// EpochDisagreement is one epoch where the leader-epoch-checkpoint and the
+// batches' partitionLeaderEpoch disagree. A nil start: that side has no
+// such epoch.
+type EpochDisagreement struct {
+	Epoch int32 `json:"epoch"`
+	// FileStartOffset is the epoch's start in the leader-epoch-checkpoint
+	// (loaded and truncated as Kafka's log loader does), BatchStartOffset
+	// the base offset of the first batch that carries it.
+	FileStartOffset  *int64 `json:"file_start_offset"`
+	BatchStartOffset *int64 `json:"batch_start_offset"`
+	// ImportedStartOffset is where the imported state's cache starts it.
+	ImportedStartOffset *int64 `json:"imported_start_offset"`
+	Reason              string `json:"reason"`
+}
+
+// epochMerge is the leader-epoch cache of the imported state and how it
+// was made.
+type epochMerge struct {
+	// cache is the imported cache; seed its prefix up to the last entry
+	// that came from the file: the genesis checkpoint holds it, and a
+	// replay of the batches on top of it (LogSegment.recover's rule: only
+	// an epoch above the latest is assigned) gives cache again.
+	cache, seed   []state.EpochEntry
+	fromFile      int
+	disagreements []EpochDisagreement
+}
+
+// loadEpochFile is the cache Kafka's log loader holds before it recovers
+// any segment: the leader-epoch-checkpoint's entries assigned one by one
+// (the LeaderEpochFileCache constructor: checkpoint.read().forEach(assign)),
+// then truncateFromEnd at the log end and truncateFromStart at the log
+// start (LogLoader.load). end is the end of the data: the stream head
+// cannot pass it, so an epoch starting there has no batch yet and Kafka's
+// leader assigns it again with its next append.
+func loadEpochFile(file []kafka.EpochEntry, start, end int64) []state.EpochEntry {
+	c := &state.Partition{}
+	for _, e := range file {
+		c.AssignEpoch(e.Epoch, e.StartOffset)
+	}
+	c.TruncateEpochsFromEnd(end)
+	c.TruncateEpochsFromStart(start)
+	return c.Epochs
+}
+
+// mergeEpochs makes the imported leader-epoch cache with the
+// leader-epoch-checkpoint as the authority where the batches are gone
+// (docs/kafka-retention-rules.md §14.1). A file entry is used when it
+// covers offsets below the first retained batch, when no batch carries
+// its epoch, or when the batches that opened its epoch are gone (the first
+// batch carrying it starts later and no batch lies in between); the
+// batches give the rest. The two are merged in offset order with
+// LogSegment.recover's rule: an entry is added only when its epoch is
+// above the latest one (LeaderEpochFileCache.assign drops the entries it
+// makes non-monotonic). batches is what the batches alone give, carried
+// every epoch a batch carries, firstBatch the first batch's base offset.
+func mergeEpochs(file []kafka.EpochEntry, batches []state.EpochEntry, carried map[int32]bool, start, firstBatch, end int64, covered []offRange) epochMerge {
+	f := loadEpochFile(file, start, end)
+	fileAt := map[int32]int64{}
+	for _, e := range f {
+		fileAt[e.Epoch] = e.StartOffset
+	}
+	batchAt := map[int32]int64{}
+	for _, e := range batches {
+		batchAt[e.Epoch] = e.StartOffset
+	}
+	type cand struct {
+		e        state.EpochEntry
+		fromFile bool
+	}
+	var cands []cand
+	for _, e := range batches {
+		cands = append(cands, cand{e, false})
+	}
+	for _, e := range f {
+		bs, ok := batchAt[e.Epoch]
+		switch {
+		case ok && bs == e.StartOffset:
+			// The batches give the same entry.
+		case e.StartOffset < firstBatch, !carried[e.Epoch],
+			ok && bs > e.StartOffset && !coveredIn(covered, e.StartOffset, bs):
+			cands = append(cands, cand{e, true})
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b cand) int {
+		if a.e.StartOffset != b.e.StartOffset {
+			return cmp.Compare(a.e.StartOffset, b.e.StartOffset)
+		}
+		return cmp.Compare(a.e.Epoch, b.e.Epoch)
+	})
+	var out []cand
+	for _, c := range cands {
+		if n := len(out); n > 0 && c.e.Epoch <= out[n-1].e.Epoch {
+			continue // LogSegment.recover: not above the latest epoch
+		}
+		// LeaderEpochFileCache.maybeTruncateNonMonotonicEntries.
+		for n := len(out); n > 0 && out[n-1].e.StartOffset >= c.e.StartOffset; n-- {
+			out = out[:n-1]
+		}
+		out = append(out, c)
+	}
+	var m epochMerge
+	last := -1
+	for i, c := range out {
+		m.cache = append(m.cache, c.e)
+		if c.fromFile {
+			m.fromFile++
+			last = i
+		}
+	}
+	m.seed = m.cache[:last+1]
+	imported := map[int32]int64{}
+	for _, e := range m.cache {
+		imported[e.Epoch] = e.StartOffset
+	}
+	epochs := map[int32]bool{}
+	for k := range fileAt {
+		epochs[k] = true
+	}
+	for k := range batchAt {
+		epochs[k] = true
+	}
+	keys := make([]int32, 0, len(epochs))
+	for k := range epochs {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	ptr := func(m map[int32]int64, k int32) *int64 {
+		if v, ok := m[k]; ok {
+			return &v
+		}
+		return nil
+	}
+	for _, k := range keys {
+		fs, bs, is := ptr(fileAt, k), ptr(batchAt, k), ptr(imported, k)
+		if fs != nil && bs != nil && *fs == *bs {
+			continue
+		}
+		d := EpochDisagreement{Epoch: k, FileStartOffset: fs, BatchStartOffset: bs, ImportedStartOffset: is}
+		used := "not in the imported cache (a later entry supersedes it)"
+		switch {
+		case is != nil && fs != nil && *is == *fs:
+			used = "the file's start is used"
+		case is != nil && bs != nil && *is == *bs:
+			used = "the batches' start is used"
+		}
+		switch {
+		case bs == nil && carried[k]:
+			d.Reason = fmt.Sprintf("the file starts epoch %d at %d; batches carry it only after a later epoch, so the batches open no entry for it; %s", k, *fs, used)
+		case bs == nil:
+			d.Reason = fmt.Sprintf("the file starts epoch %d at %d; no batch carries it (its batches are gone: compacted away or deleted); %s", k, *fs, used)
+		case fs == nil:
+			d.Reason = fmt.Sprintf("the batches carry epoch %d from %d; the file has no such epoch; %s", k, *bs, used)
+		case *fs < firstBatch || (*bs > *fs && !coveredIn(covered, *fs, *bs)):
+			d.Reason = fmt.Sprintf("the file starts epoch %d at %d, its first surviving batch is at %d; offsets [%d, %d) hold no batch (the batches that opened it are gone); %s", k, *fs, *bs, *fs, *bs, used)
+		default:
+			d.Reason = fmt.Sprintf("the file starts epoch %d at %d, the batches at %d, and offsets between the two hold batches: the data contradicts the file; %s", k, *fs, *bs, used)
+		}
+		m.disagreements = append(m.disagreements, d)
+	}
+	return m
+}

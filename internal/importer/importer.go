@@ -36,6 +36,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -355,6 +356,11 @@ func (im *Import) Run(ctx context.Context, st store.Store) (*Result, error) {
 	if err := logStart(dir, topic, partition, p, res); err != nil {
 		return nil, fmt.Errorf("import kafka-log %s: %w", name, err)
 	}
+	ckpt, err := readEpochCheckpoint(dir)
+	if err != nil {
+		return nil, fmt.Errorf("import kafka-log %s: %w", name, err)
+	}
+	merge := p.mergeEpochFile(ckpt)
 	if res.LogStart > p.start {
 		p.part.ApplyLogStart(res.LogStart)
 	}
@@ -370,11 +376,6 @@ func (im *Import) Run(ctx context.Context, st store.Store) (*Result, error) {
 	res.SHA256 = p.digest
 	res.StreamID = StreamID(topic, partition, p.digest)
 	expected := state.Digest(p.part)
-
-	ckpt, err := readEpochCheckpoint(dir)
-	if err != nil {
-		return nil, fmt.Errorf("import kafka-log %s: %w", name, err)
-	}
 	binding := &layout.Binding{Topic: topic, TopicID: res.TopicID, Partition: partition, StreamID: res.StreamID, Config: cfg,
 		ObservedLogStart: res.LogStart, Coverage: layout.Coverage{State: layout.CoverageNone}, Version: 1, ConfigSource: im.cfgSource}
 	if err := binding.Validate(); err != nil {
@@ -383,15 +384,15 @@ func (im *Import) Run(ctx context.Context, st store.Store) (*Result, error) {
 
 	if opt.DryRun {
 		res.StateDigest = expected
-		res.Epochs = epochCheck(ckpt, p.part.Epochs, res, p)
-		res.Epochs.Source = "the segment files, replayed in memory (dry run)"
+		res.Epochs = epochCheck(ckpt, p.part.Epochs, merge, res, p)
 		return res, nil
 	}
 
 	if err := write(ctx, st, p, res, opt); err != nil {
 		return nil, fmt.Errorf("import kafka-log %s into stream %s: %w", name, res.StreamID, err)
 	}
-	if err := p.hyd.writeGenesis(ctx, st, binding, p.start); err != nil {
+	genesis, err := p.hyd.writeGenesis(ctx, st, binding, p.start)
+	if err != nil {
 		return nil, fmt.Errorf("import kafka-log %s into stream %s: %w", name, res.StreamID, err)
 	}
 	// A full replay of what was written must give the state the files
@@ -405,8 +406,10 @@ func (im *Import) Run(ctx context.Context, st store.Store) (*Result, error) {
 		return nil, fmt.Errorf("import kafka-log %s: a replay of stream %s gives state digest %s, the segment files give %s; the binding was not created: %w",
 			name, res.StreamID, rr.Digest(), expected, kafka.ErrCorrupt)
 	}
-	res.Epochs = epochCheck(ckpt, rr.State.Epochs, res, p)
-	res.Epochs.Source = "recovery.Replay of the imported stream"
+	res.Epochs = epochCheck(ckpt, rr.State.Epochs, merge, res, p)
+	if merge.fromFile > 0 {
+		res.Epochs.GenesisCheckpoint = genesis
+	}
 	if _, err := layout.Create(ctx, st, res.Binding, binding); err != nil {
 		if errors.Is(err, store.ErrPreconditionFailed) {
 			return nil, fmt.Errorf("import kafka-log %s: %s was created by someone else meanwhile: %w", name, res.Binding, ErrBindingExists)
@@ -587,18 +590,68 @@ func readEpochCheckpoint(dir string) (epochFile, error) {
 	return epochFile{present: true, entries: es, parseErr: err}, nil
 }
 
-func epochCheck(f epochFile, derived []state.EpochEntry, res *Result, p *plan) EpochCheck {
-	c := EpochCheck{Checkpoint: []state.EpochEntry{}, Derived: append([]state.EpochEntry{}, derived...), Notes: []string{}}
+// mergeEpochFile makes the imported state's leader-epoch cache: the
+// batches' (analyze left them in p.part), merged with the
+// leader-epoch-checkpoint where the batches are gone (mergeEpochs). When
+// the file gave entries the batches do not, the genesis checkpoint holds
+// them (hydration.epochs), as it holds a broker snapshot's producers. A
+// missing or unreadable file gives nothing (the check reports it).
+func (p *plan) mergeEpochFile(f epochFile) epochMerge {
+	p.batchEpochs = slices.Clone(p.part.Epochs)
+	if !f.present || f.parseErr != nil {
+		return epochMerge{}
+	}
+	first := p.dataEnd
+	if len(p.covered) > 0 {
+		first = p.covered[0].from
+	}
+	m := mergeEpochs(f.entries, p.part.Epochs, p.carried, p.start, first, p.dataEnd, p.covered)
+	p.part.Epochs = slices.Clone(m.cache)
+	if m.fromFile > 0 {
+		if p.hyd == nil {
+			p.hyd = &hydration{}
+		}
+		p.hyd.epochs = slices.Clone(m.seed)
+	}
+	return m
+}
+
+// epochCheck compares the file with the batches' epochs (truncated at the
+// log start, as the state's are) and reports the imported cache.
+func epochCheck(f epochFile, imported []state.EpochEntry, m epochMerge, res *Result, p *plan) EpochCheck {
+	bt := &state.Partition{Epochs: slices.Clone(p.batchEpochs)}
+	bt.TruncateEpochsFromStart(res.LogStart)
+	var c EpochCheck
 	switch {
 	case !f.present:
-		c.Status = EpochsNoCheckpoint
-		return c
+		c = EpochCheck{Status: EpochsNoCheckpoint}
 	case f.parseErr != nil:
-		c.Status = EpochsUnreadable
-		c.Notes = append(c.Notes, f.parseErr.Error())
-		return c
+		c = EpochCheck{Status: EpochsUnreadable, Notes: []string{f.parseErr.Error() + "; the imported leader epochs come from the batches alone"}}
+	default:
+		c = compareEpochs(f.entries, bt.Epochs, res.LogStart, p.dataEnd, p.covered)
 	}
-	return compareEpochs(f.entries, derived, res.LogStart, p.dataEnd, p.covered)
+	c.Checkpoint = nonNilEpochs(c.Checkpoint)
+	c.Derived = nonNilEpochs(slices.Clone(bt.Epochs))
+	c.Notes = nonNilStrings(c.Notes)
+	c.Source = "LogSegment.recover's rule from the batches"
+	c.Imported = nonNilEpochs(slices.Clone(imported))
+	c.FromFile = m.fromFile
+	c.Disagreements = append([]EpochDisagreement{}, m.disagreements...)
+	return c
+}
+
+func nonNilEpochs(es []state.EpochEntry) []state.EpochEntry {
+	if es == nil {
+		return []state.EpochEntry{}
+	}
+	return es
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }
 
 // write is pass 2: create (or resume) the stream, append every planned

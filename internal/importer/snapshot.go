@@ -101,6 +101,11 @@ type hydration struct {
 	// that its bytes depend on its state only.
 	latestExpired int64
 	anyExpired    bool
+	// epochs are the leader-epoch-checkpoint's entries the batches do not
+	// give, with the batch entries between them (epochMerge.seed): the
+	// genesis checkpoint holds them too (docs/kafka-retention-rules.md
+	// §14.1). rep is nil when only they, and no snapshot, need one.
+	epochs []state.EpochEntry
 }
 
 // chooseSnapshot reads the newest snapshot at or below start, checks it
@@ -216,6 +221,7 @@ func (h *hydration) seed(start int64) *state.Partition {
 	if h == nil {
 		return p
 	}
+	p.Epochs = append([]state.EpochEntry(nil), h.epochs...)
 	for _, e := range h.entries {
 		pr := producerOf(e)
 		p.Producers[pr.ID] = pr
@@ -231,7 +237,7 @@ func (h *hydration) seed(start int64) *state.Partition {
 // an empty active segment at the log start).
 func emptyPlan(start int64) *plan {
 	sum := sha256.Sum256(nil)
-	return &plan{start: start, dataEnd: start, kafkaEnd: start, digest: hex.EncodeToString(sum[:]), part: state.New(start)}
+	return &plan{start: start, dataEnd: start, kafkaEnd: start, digest: hex.EncodeToString(sum[:]), part: state.New(start), carried: map[int32]bool{}}
 }
 
 // emptyStart is where an import with no segment file starts: the highest
@@ -269,16 +275,17 @@ func emptyStart(dir, topic string, partition int32) (int64, error) {
 }
 
 // writeGenesis publishes the genesis checkpoint: the state at the stream's
-// first offset with the hydrated producers, anchored there with no anchor
-// object, recording the import clock. IfAbsent: a resumed import finds the
-// same bytes under the same key.
-func (h *hydration) writeGenesis(ctx context.Context, st store.Store, b *layout.Binding, start int64) error {
-	if h == nil || len(h.entries) == 0 {
-		return nil
+// first offset with the hydrated producers and the leader epochs only the
+// leader-epoch-checkpoint gives, anchored there with no anchor object,
+// recording the import clock. IfAbsent: a resumed import finds the same
+// bytes under the same key. It returns the key ("" when none is needed).
+func (h *hydration) writeGenesis(ctx context.Context, st store.Store, b *layout.Binding, start int64) (string, error) {
+	if h == nil || (len(h.entries) == 0 && len(h.epochs) == 0) {
+		return "", nil
 	}
 	hd, _, err := layout.LoadHead(ctx, st, b.StreamID)
 	if err != nil {
-		return err
+		return "", err
 	}
 	var clock *state.Clock
 	if hz := state.Horizon(h.latestExpired, h.clock.ExpirationMs); h.anyExpired && hz.Set() {
@@ -294,14 +301,16 @@ func (h *hydration) writeGenesis(ctx context.Context, st store.Store, b *layout.
 	}
 	data, root, err := nkc1.Encode(cp)
 	if err != nil {
-		return fmt.Errorf("genesis checkpoint: %w", err)
+		return "", fmt.Errorf("genesis checkpoint: %w", err)
 	}
 	key := layout.CheckpointKey(b.StreamID, start, root)
 	if _, err := st.Put(ctx, key, data, store.IfAbsent()); err != nil && !errors.Is(err, store.ErrPreconditionFailed) {
-		return fmt.Errorf("publish genesis checkpoint %s: %w", key, err)
+		return "", fmt.Errorf("publish genesis checkpoint %s: %w", key, err)
 	}
-	h.rep.Checkpoint = key
-	return nil
+	if h.rep != nil && len(h.entries) > 0 {
+		h.rep.Checkpoint = key
+	}
+	return key, nil
 }
 
 // hydrateAndAnalyze chooses the producer snapshot at or below the stream's

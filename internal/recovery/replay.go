@@ -271,14 +271,15 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 				return nil, exitcode.Wrap(exitcode.Verify, fmt.Errorf("replay %s: %w: the objects for offsets [%d, %d), below the durable trim %d, are missing and no valid checkpoint holds the state they carried", b.Name(), stream.ErrMissing, h.Start, first, h.Trim),
 					"restore a checkpoint anchored at or above the trim, or the missing objects, from a replica (docs/runbooks/restore-from-replica.md)")
 			}
-		} else if first > 0 {
+		} else {
 			// The stream's genesis state: a checkpoint anchored at its
 			// first offset (import writes one with the producers of the
-			// broker's .snapshot file, whose batches are gone) holds the
+			// broker's .snapshot file and the leader epochs of its
+			// leader-epoch-checkpoint whose batches are gone) holds the
 			// state the stream starts from, as a broker's snapshot at its
 			// log start does. A full replay starts from it, or from the
-			// empty state when there is none.
-			cands, chosen, cp, err := choose(ctx, st, b, h, lister, false, first)
+			// empty state when there is none. (maxAnchor 0 is no bound.)
+			cands, chosen, cp, err := choose(ctx, st, b, h, lister, false, max(first, 1))
 			if err != nil {
 				return nil, err
 			}

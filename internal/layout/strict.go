@@ -96,6 +96,24 @@ func decodeStrict(key string, data []byte, v interface{ Validate() error }) (dig
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		panic(fmt.Sprintf("layout: decode into %T: want a non-nil pointer", v))
 	}
+	if g, ok := v.(*Generation); ok {
+		// The one-pass decoder takes what nereusctl writes; anything it is
+		// not sure of is judged (and worded) by the walk below.
+		if digest, hasDigest, ok := decodeGenerationFast(data, g); ok {
+			if err := g.Validate(); err != nil {
+				return "", false, corrupt(key, "invalid document: %v", err)
+			}
+			return digest, hasDigest, nil
+		}
+	}
+	return decodeStrictWalk(key, data, v)
+}
+
+// decodeStrictWalk is the general strict decoder: a token walk that
+// refuses unknown, duplicate and missing keys and wrong JSON types, then
+// encoding/json into a zeroed value.
+func decodeStrictWalk(key string, data []byte, v interface{ Validate() error }) (digest string, hasDigest bool, err error) {
+	rv := reflect.ValueOf(v)
 	_, isDigested := v.(digested)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()

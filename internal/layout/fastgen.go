@@ -350,3 +350,137 @@ func decodeGenerationFast(data []byte, g *Generation) (digest string, hasDigest,
 	}
 	return digest, hasDigest, true
 }
+
+// plainString reports whether encoding/json writes s as its bytes in
+// quotes: printable ASCII without a quote, a backslash or the characters
+// it escapes for HTML (<, >, &).
+func plainString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// genWriter appends the canonical encoding (encodePlain's bytes) of a
+// manifest; ok turns false at a string encoding/json would escape, and
+// the caller falls back to encodePlain.
+type genWriter struct {
+	b  []byte
+	ok bool
+}
+
+func (w *genWriter) indent(depth int) {
+	w.b = append(w.b, '\n')
+	for range depth {
+		w.b = append(w.b, ' ', ' ')
+	}
+}
+
+// key starts a member at depth: a comma unless it is the first.
+func (w *genWriter) key(depth int, first bool, name string) {
+	if !first {
+		w.b = append(w.b, ',')
+	}
+	w.indent(depth)
+	w.b = append(w.b, '"')
+	w.b = append(w.b, name...)
+	w.b = append(w.b, '"', ':', ' ')
+}
+
+func (w *genWriter) str(depth int, first bool, name, v string) {
+	w.key(depth, first, name)
+	if !plainString(v) {
+		w.ok = false
+	}
+	w.b = append(w.b, '"')
+	w.b = append(w.b, v...)
+	w.b = append(w.b, '"')
+}
+
+func (w *genWriter) int(depth int, first bool, name string, v int64) {
+	w.key(depth, first, name)
+	w.b = strconv.AppendInt(w.b, v, 10)
+}
+
+// list writes null, [] or the elements, one object each at depth+1.
+func genList[T any](w *genWriter, depth int, name string, vs []T, elem func(depth int, v *T)) {
+	w.key(depth, false, name)
+	switch {
+	case vs == nil:
+		w.b = append(w.b, "null"...)
+		return
+	case len(vs) == 0:
+		w.b = append(w.b, "[]"...)
+		return
+	}
+	w.b = append(w.b, '[')
+	for i := range vs {
+		if i > 0 {
+			w.b = append(w.b, ',')
+		}
+		w.indent(depth + 1)
+		w.b = append(w.b, '{')
+		elem(depth+2, &vs[i])
+		w.indent(depth + 1)
+		w.b = append(w.b, '}')
+	}
+	w.indent(depth)
+	w.b = append(w.b, ']')
+}
+
+// appendGenerationPlain is encodePlain(g) without reflection, in the same
+// order and layout (json.MarshalIndent with two spaces, a final newline).
+func appendGenerationPlain(dst []byte, g *Generation) ([]byte, bool) {
+	w := &genWriter{b: dst, ok: true}
+	w.b = append(w.b, '{')
+	w.str(1, true, "stream_id", g.StreamID)
+	w.int(1, false, "gen", g.Gen)
+	w.str(1, false, "kind", g.Kind)
+	w.int(1, false, "base", g.Base)
+	w.int(1, false, "end", g.End)
+	genList(w, 1, "objects", g.Objects, func(d int, o *ObjectRef) {
+		w.str(d, true, "key", o.Key)
+		w.int(d, false, "base", o.Base)
+		w.int(d, false, "end", o.End)
+		w.int(d, false, "size", o.Size)
+		w.str(d, false, "etag", o.ETag)
+		w.int(d, false, "crc32c", int64(o.CRC32C))
+		w.str(d, false, "sha256", o.SHA256)
+	})
+	genList(w, 1, "sources", g.Sources, func(d int, r *SourceRef) {
+		w.int(d, true, "gen", r.Gen)
+		w.str(d, false, "manifest_sha256", r.ManifestSHA256)
+	})
+	w.int(1, false, "max_timestamp", g.MaxTimestamp)
+	w.int(1, false, "created_ms", g.CreatedMs)
+	if c := g.Compaction; c != nil {
+		w.key(1, false, "compaction")
+		w.b = append(w.b, '{')
+		w.int(2, true, "now_ms", c.NowMs)
+		w.int(2, false, "delete.retention.ms", c.DeleteRetentionMs)
+		w.int(2, false, "hw", c.HW)
+		w.int(2, false, "lso", c.LSO)
+		w.int(2, false, "log_start", c.LogStart)
+		w.int(2, false, "clean_end", c.CleanEnd)
+		w.int(2, false, "prev_end", c.PrevEnd)
+		w.int(2, false, "object_bytes", int64(c.ObjectBytes))
+		if c.PrevSetID != "" {
+			w.str(2, false, "prev_set_id", c.PrevSetID)
+		}
+		genList(w, 2, "aborted", c.Aborted, func(d int, a *AbortedRange) {
+			w.int(d, true, "producer_id", a.ProducerID)
+			w.int(d, false, "first_offset", a.FirstOffset)
+			w.int(d, false, "last_offset", a.LastOffset)
+		})
+		if c.Encoder != "" {
+			w.str(2, false, "encoder", c.Encoder)
+		}
+		w.indent(1)
+		w.b = append(w.b, '}')
+	}
+	w.b = append(w.b, '\n', '}', '\n')
+	return w.b, w.ok
+}

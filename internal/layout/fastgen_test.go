@@ -53,6 +53,9 @@ func sameAsStrict(t *testing.T, data []byte) (fast bool) {
 	if e1 == nil && !reflect.DeepEqual(g1, g2) {
 		t.Fatalf("Decode's value differs from the strict walk's on %q", data)
 	}
+	if es == nil {
+		sameEncoding(t, &gs)
+	}
 	var g Generation
 	_, _, fast = decodeGenerationFast(data, &g)
 	if fast && !reflect.DeepEqual(g, gs) {
@@ -147,4 +150,40 @@ func FuzzFastGenerationMatchesStrict(f *testing.F) {
 	}
 	f.Add([]byte(`{"stream_id":"s-1","gen":1,"gen":1}`))
 	f.Fuzz(func(t *testing.T, data []byte) { sameAsStrict(t, data) })
+}
+
+// sameEncoding: the reflection-free encoder of manifests (the digest
+// check) writes encodePlain's bytes, or declines.
+func sameEncoding(t *testing.T, g *Generation) (ok bool) {
+	t.Helper()
+	want := encodePlain(g)
+	got, ok := appendGenerationPlain(nil, g)
+	if ok && !bytes.Equal(got, want) {
+		t.Fatalf("the manifest encoder wrote\n%s\nencodePlain\n%s", got, want)
+	}
+	return ok
+}
+
+// TestGenerationEncoderMatchesEncodePlain: for every shape of manifest the
+// encoder the digest check uses writes what encodePlain writes, and
+// declines (leaving it to encodePlain) a string that encoding/json escapes.
+func TestGenerationEncoderMatchesEncodePlain(t *testing.T) {
+	for i, g := range fastSamples() {
+		if !sameEncoding(t, g) {
+			t.Fatalf("sample %d: the manifest encoder declined what nereusctl writes", i)
+		}
+		if contentDigest(g) != "sha256:"+sha256Hex(encodePlain(g)) {
+			t.Fatalf("contentDigest differs from the digest of encodePlain")
+		}
+	}
+	for _, s := range []string{"a<b", "a>b", "a&b", "\u00e9", "\x7f", "q\"q", "b\\s", "tab\t"} {
+		g := fastSamples()[4]
+		g.Compaction.Encoder = s
+		if _, ok := appendGenerationPlain(nil, g); ok {
+			t.Fatalf("the encoder took %q, which encoding/json escapes or may", s)
+		}
+		if contentDigest(g) != "sha256:"+sha256Hex(encodePlain(g)) {
+			t.Fatalf("contentDigest with %q differs from the digest of encodePlain", s)
+		}
+	}
 }

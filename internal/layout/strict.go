@@ -72,6 +72,12 @@ func encodePlain(v any) []byte {
 // contentDigest is "sha256:<hex>" of the canonical encoding without the
 // digest field.
 func contentDigest(v any) string {
+	if g, ok := v.(*Generation); ok {
+		if b, ok := appendGenerationPlain(make([]byte, 0, 512+300*len(g.Objects)), g); ok {
+			s := sha256.Sum256(b)
+			return DigestPrefix + hex.EncodeToString(s[:])
+		}
+	}
 	s := sha256.Sum256(encodePlain(v))
 	return DigestPrefix + hex.EncodeToString(s[:])
 }

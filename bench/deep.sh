@@ -9,6 +9,8 @@
 #   DEEP_RECORDS=1000000 bash bench/deep.sh   # the issue's 1M-record store
 #   NEREUSCTL=/path/to/nereusctl bash bench/deep.sh   # another build
 #   DEEP_STORE=/tmp/deep bash bench/deep.sh   # build the store once, reuse it
+#   DEEP_BEFORE=/path/to/old/nereusctl bash bench/deep.sh   # and time that build
+#                                          # too, in the same run (before/after)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RECORDS=${DEEP_RECORDS:-200000}
@@ -30,9 +32,9 @@ echo "deep: $N, $RECORDS records, $objects objects, $bytes bytes ($((bytes / obj
 
 # Wall time is what the goal is about; CPU time (user + system) is printed
 # too, as on a shared machine the wall clock also measures the neighbours.
-python3 - "$N" "$st" "$work/files" "$RUNS" "$bytes" <<'PY'
+python3 - "$N" "$st" "$work/files" "$RUNS" "$bytes" "${DEEP_BEFORE:-}" <<'PY'
 import os, resource, subprocess, sys, time
-n, st, files, runs, b = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5])
+n, st, files, runs, b, before = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]), sys.argv[6]
 def run(cmd, env=None, stdin=None):
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.monotonic()
@@ -47,17 +49,19 @@ cmds = {
     "verify --all --deep, 1 core": (f"{n} --store file://{st} verify --all --deep -q", one_env),
     "verify --all --deep, all cores": (f"{n} --store file://{st} verify --all --deep -q", None),
 }
+if before:
+    cmds["verify --all --deep, 1 core, before"] = (f"{before} --store file://{st} verify --all --deep -q", one_env)
 best = {k: (1e9, 1e9) for k in cmds}
 for _ in range(runs):
     for k, (c, env) in cmds.items():
         w, cpu = run(c, env)
         best[k] = (min(best[k][0], w), min(best[k][1], cpu))
 for k, (w, cpu) in best.items():
-    print(f"{k:32s} wall {w:6.3f} s ({b / w / 1e6:6.1f} MB/s)  cpu {cpu:6.3f} s")
+    print(f"{k:38s} wall {w:6.3f} s ({b / w / 1e6:6.1f} MB/s)  cpu {cpu:6.3f} s")
 s = best["sha256sum over the files"]
-for k in ("verify --all --deep, 1 core", "verify --all --deep, all cores"):
+for k in [k for k in cmds if k.startswith("verify")]:
     w, cpu = best[k]
-    print(f"ratio, {k[len('verify --all --deep, '):]:9s} vs sha256sum: wall {s[0] / w:.2f}x, cpu {s[1] / cpu:.2f}x (goal >= 0.8x)")
+    print(f"ratio, {k[len('verify --all --deep, '):]:14s} vs sha256sum: wall {s[0] / w:.2f}x, cpu {s[1] / cpu:.2f}x (goal >= 0.8x)")
 c = best["cat of the files | sha256sum"]
 w, cpu = best["verify --all --deep, 1 core"]
 print(f"ratio, 1 core vs cat | sha256sum:   wall {c[0] / w:.2f}x, cpu {c[1] / cpu:.2f}x")

@@ -72,6 +72,12 @@ func encodePlain(v any) []byte {
 // contentDigest is "sha256:<hex>" of the canonical encoding without the
 // digest field.
 func contentDigest(v any) string {
+	if g, ok := v.(*Generation); ok {
+		if b, ok := appendGenerationPlain(make([]byte, 0, 512+300*len(g.Objects)), g); ok {
+			s := sha256.Sum256(b)
+			return DigestPrefix + hex.EncodeToString(s[:])
+		}
+	}
 	s := sha256.Sum256(encodePlain(v))
 	return DigestPrefix + hex.EncodeToString(s[:])
 }
@@ -96,6 +102,24 @@ func decodeStrict(key string, data []byte, v interface{ Validate() error }) (dig
 	if rv.Kind() != reflect.Pointer || rv.IsNil() {
 		panic(fmt.Sprintf("layout: decode into %T: want a non-nil pointer", v))
 	}
+	if g, ok := v.(*Generation); ok {
+		// The one-pass decoder takes what nereusctl writes; anything it is
+		// not sure of is judged (and worded) by the walk below.
+		if digest, hasDigest, ok := decodeGenerationFast(data, g); ok {
+			if err := g.Validate(); err != nil {
+				return "", false, corrupt(key, "invalid document: %v", err)
+			}
+			return digest, hasDigest, nil
+		}
+	}
+	return decodeStrictWalk(key, data, v)
+}
+
+// decodeStrictWalk is the general strict decoder: a token walk that
+// refuses unknown, duplicate and missing keys and wrong JSON types, then
+// encoding/json into a zeroed value.
+func decodeStrictWalk(key string, data []byte, v interface{ Validate() error }) (digest string, hasDigest bool, err error) {
+	rv := reflect.ValueOf(v)
 	_, isDigested := v.(digested)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()

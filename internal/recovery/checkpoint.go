@@ -263,6 +263,13 @@ func Verify(ctx context.Context, st store.Store, b *layout.Binding) (*VerifyRepo
 	if err != nil {
 		return nil, err
 	}
+	return VerifyListed(ctx, st, b, h, objs, infos)
+}
+
+// VerifyListed is Verify over the head, the stream's objects and the
+// checkpoint listing the caller already read (verify --all reads them once
+// for all its checks instead of listing the objects twice).
+func VerifyListed(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Head, objs []layout.StreamObject, infos []store.ObjectInfo) (*VerifyReport, error) {
 	rep := &VerifyReport{Partition: b.Name(), Findings: []Finding{}}
 	add := func(key, check, detail string) {
 		rep.Findings = append(rep.Findings, Finding{Partition: b.Name(), Key: key, Check: check, Detail: detail})

@@ -92,3 +92,17 @@ func (f *File) GetInfoInto(ctx context.Context, key string, buf []byte) ([]byte,
 	}
 	return data, info, nil
 }
+
+// GetInfoInto cuts like GetInto: without it the one-step read of the store
+// beneath (file://: one open) fell back to Head then GetInto under every
+// --request-timeout (two opens and a digest-attribute read per object).
+func (t *Timeout) GetInfoInto(ctx context.Context, key string, buf []byte) (b []byte, info ObjectInfo, err error) {
+	err = t.call(ctx, "get", key, func(ctx context.Context) error {
+		b, info, err = GetInfoInto(ctx, t.s, key, buf)
+		return err
+	})
+	if err != nil {
+		return nil, ObjectInfo{}, err
+	}
+	return b, info, nil
+}

@@ -283,12 +283,13 @@ func Partition(ctx context.Context, st store.Store, b *layout.Binding, o Options
 		rep.BlockedReason = fmt.Sprintf("mandatory compacted coverage is missing: the binding's coverage is NONE but the stream holds %d TOPIC_COMPACTED generation(s)", compactedGens)
 	}
 	var objs []layout.StreamObject
+	var cps []store.ObjectInfo
 	if h != nil {
 		objs, err = layout.ListObjects(ctx, st, b.StreamID)
 		if err != nil {
 			return rep, fmt.Errorf("verify %s: %w", b.Name(), err)
 		}
-		cps, err := st.List(ctx, layout.CheckpointsPrefix(b.StreamID))
+		cps, err = st.List(ctx, layout.CheckpointsPrefix(b.StreamID))
 		if err != nil {
 			return rep, fmt.Errorf("verify %s: %w", b.Name(), err)
 		}
@@ -327,7 +328,9 @@ func Partition(ctx context.Context, st store.Store, b *layout.Binding, o Options
 		}
 	}
 	if h != nil {
-		crep, err := recovery.Verify(ctx, st, b)
+		// The checkpoints are checked against the same head and listings
+		// as everything above: one listing of the objects per partition.
+		crep, err := recovery.VerifyListed(ctx, st, b, h, objs, cps)
 		if err != nil {
 			return rep, fmt.Errorf("verify %s: checkpoints: %w", b.Name(), err)
 		}

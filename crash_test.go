@@ -368,14 +368,6 @@ func TestRetentionResume(t *testing.T) {
 	}
 }
 
-func keys[V any](m map[string]V) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
-}
-
 // TestRetentionLease: a partition whose lease another job holds past
 // --lease-wait fails alone (exit 4 naming the holder) while the others are
 // trimmed; no store-wide lease is taken; an expired partition lease is

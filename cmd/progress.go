@@ -37,11 +37,6 @@ func newProgress(g *globals, what string, total int64) *progress {
 	return newBar(g, what, total, true)
 }
 
-// newCountProgress counts units of work (partitions) instead of bytes.
-func newCountProgress(g *globals, what string, total int64) *progress {
-	return newBar(g, what, total, false)
-}
-
 // drawsProgress reports whether this run draws progress at all.
 func (g *globals) drawsProgress() bool {
 	return g.stderrTTY && !g.machineOutput() && !g.cfg.Quiet && !g.cfg.NoProgress

@@ -568,14 +568,6 @@ func loadProgress(path string) (*Progress, error) {
 	return &p, nil
 }
 
-func writeProgressRaw(path string, p *Progress) error {
-	b, err := json.MarshalIndent(p, "", "  ")
-	if err != nil {
-		return err
-	}
-	return localfile.WriteAtomic(path, append(b, '\n'), 0o644)
-}
-
 // Metrics renders a retention report in the Prometheus text format for
 // node_exporter's textfile collector.
 func Metrics(rep *JobReport, finished time.Time) []byte {

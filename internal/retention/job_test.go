@@ -271,9 +271,6 @@ func TestJobConfirmFull(t *testing.T) {
 	}
 }
 
-// saveProgressAt writes p keeping its UpdatedMs (saveProgress stamps now).
-func saveProgressAt(path string, p *Progress) error { return writeProgressRaw(path, p) }
-
 func copyStore(src, dst store.Store) error {
 	ctx := context.Background()
 	all, err := src.List(ctx, "")

@@ -215,6 +215,10 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 		c := cands[chosen]
 		res.Chosen = &c
 		part = cp.State
+		// A checkpoint made before the final time-index entry rule
+		// (state.CompleteSealedTimeIndexes) is read as today's rules
+		// derive it.
+		part.CompleteSealedTimeIndexes()
 		if cp.Clock != nil {
 			res.CheckpointClock = *cp.Clock
 		}

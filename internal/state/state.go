@@ -363,11 +363,16 @@ func (p *Partition) Seal(gen, end int64) error {
 	s := &p.Segments[n-1]
 	s.End = end
 	s.Gen = gen
-	// LogSegment.onBecomeInactiveSegment: a rolled segment appends its max
-	// timestamp and that timestamp's offset to the time index
-	// (TimeIndex.maybeAppend: only when above the last entry's timestamp;
-	// the empty index's last entry is NO_TIMESTAMP), so the largest
-	// timestamp survives a restart.
+	s.appendFinalTimeIndexEntry()
+	return nil
+}
+
+// appendFinalTimeIndexEntry is LogSegment.onBecomeInactiveSegment: a
+// rolled segment appends its max timestamp and that timestamp's offset to
+// the time index (TimeIndex.maybeAppend: only when above the last entry's
+// timestamp; the empty index's last entry is NO_TIMESTAMP), so the largest
+// timestamp survives a restart. Idempotent: a second call appends nothing.
+func (s *Segment) appendFinalTimeIndexEntry() {
 	last := int64(NoTimestamp)
 	if k := len(s.TimeIndex); k > 0 {
 		last = s.TimeIndex[k-1].Timestamp
@@ -375,7 +380,20 @@ func (p *Partition) Seal(gen, end int64) error {
 	if s.MaxTimestamp > last {
 		s.TimeIndex = append(s.TimeIndex, TimeIndexEntry{Timestamp: s.MaxTimestamp, Offset: s.OffsetOfMax})
 	}
-	return nil
+}
+
+// CompleteSealedTimeIndexes gives every sealed segment the final
+// time-index entry Seal writes. A checkpoint made by a build before that
+// rule holds sealed segments without it; hydrating one through this makes
+// its state what a full replay derives today, so replay --compare does not
+// report a mismatch that is only a change of rule. A no-op on state made
+// under the rule.
+func (p *Partition) CompleteSealedTimeIndexes() {
+	for i := range p.Segments {
+		if s := &p.Segments[i]; !s.Open() {
+			s.appendFinalTimeIndexEntry()
+		}
+	}
 }
 
 // SealedEnd returns the end of the last sealed segment and its generation,

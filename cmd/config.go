@@ -1,12 +1,14 @@
 package cmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/retention"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
@@ -42,13 +44,9 @@ bound partition of that topic.` + exitStatusHelp("1 no partition of that name or
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			st, err := g.store(ctx)
+			st, tps, err := configTargets(ctx, g, args[0])
 			if err != nil {
 				return err
-			}
-			tps, err := retention.ResolveConfigTarget(ctx, st, args[0])
-			if err != nil {
-				return configErr(err)
 			}
 			out := make([]*retention.ConfigChange, 0, len(tps))
 			for _, tp := range tps {
@@ -113,13 +111,9 @@ A shorter retention.ms or retention.bytes takes effect at the next
 				return configErr(fmt.Errorf("config set %s: %w", args[0], err))
 			}
 			ctx := cmd.Context()
-			st, err := g.store(ctx)
+			st, tps, err := configTargets(ctx, g, args[0])
 			if err != nil {
 				return err
-			}
-			tps, err := retention.ResolveConfigTarget(ctx, st, args[0])
-			if err != nil {
-				return configErr(err)
 			}
 			out := make([]*retention.ConfigChange, 0, len(tps))
 			var failed error
@@ -196,4 +190,18 @@ func configErr(err error) error {
 		return exitcode.BlockedErr(err, "the binding kept changing while it was written (a trim, checkpoint or compaction); rerun the same command")
 	}
 	return err
+}
+
+// configTargets opens the store and resolves TOPIC or TOPIC-PARTITION to
+// the bound partitions config get and config set work on.
+func configTargets(ctx context.Context, g *globals, target string) (store.Store, []layout.TopicPartition, error) {
+	st, err := g.store(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	tps, err := retention.ResolveConfigTarget(ctx, st, target)
+	if err != nil {
+		return nil, nil, configErr(err)
+	}
+	return st, tps, nil
 }

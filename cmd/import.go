@@ -367,15 +367,25 @@ func runImportOne(ctx context.Context, g *globals, st store.Store, o *importOpti
 	if err != nil {
 		return nil, importErr(err)
 	}
-	var res *importer.Result
+	return runPrepared(ctx, g, st, im, o)
+}
+
+// runPrepared runs a prepared import: a dry run as it is, a real one under
+// the lease of the partition it writes.
+func runPrepared(ctx context.Context, g *globals, st store.Store, im *importer.Import, o *importOptions) (*importer.Result, error) {
 	if o.DryRun {
-		res, err = im.Run(ctx, st)
-	} else {
-		err = g.withPartition(ctx, st, importTP(o), func(ctx context.Context) error {
-			res, err = im.Run(ctx, st)
-			return err
-		})
+		res, err := im.Run(ctx, st)
+		if err != nil {
+			return nil, importErr(err)
+		}
+		return res, nil
 	}
+	var res *importer.Result
+	err := g.withPartition(ctx, st, importTP(o), func(ctx context.Context) error {
+		var err error
+		res, err = im.Run(ctx, st)
+		return err
+	})
 	if err != nil {
 		return nil, importErr(err)
 	}
@@ -416,19 +426,10 @@ func runImport(cmd *cobra.Command, g *globals, o *importOptions) error {
 	}
 	defer prog.done()
 	im.SetProgress(prog.add)
-	var res *importer.Result
-	if o.DryRun {
-		res, err = im.Run(ctx, st)
-	} else {
-		// The lease of the partition it writes, while it writes it.
-		err = g.withPartition(ctx, st, importTP(o), func(ctx context.Context) error {
-			res, err = im.Run(ctx, st)
-			return err
-		})
-	}
+	res, err := runPrepared(ctx, g, st, im, o)
 	prog.done()
 	if err != nil {
-		return importErr(err)
+		return err
 	}
 	warnConfigDefaulted(g, res)
 	if g.json() {

@@ -672,7 +672,12 @@ func ListObjects(ctx context.Context, st store.Store, sid string) ([]StreamObjec
 	if err != nil {
 		return nil, err
 	}
-	out := make([]StreamObject, 0, len(infos))
+	return AppendStreamObjects(make([]StreamObject, 0, len(infos)), infos)
+}
+
+// AppendStreamObjects appends the stream objects a listing of
+// ObjectsPrefix names to out; a key that is not an object key is an error.
+func AppendStreamObjects(out []StreamObject, infos []store.ObjectInfo) ([]StreamObject, error) {
 	for _, in := range infos {
 		base, end, err := ParseObjectKey(in.Key)
 		if err != nil {

@@ -56,13 +56,9 @@ func (o *Objects) From(base int64) ([]layout.StreamObject, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list objects: %w", err)
 	}
-	objs := make([]layout.StreamObject, 0, len(infos))
-	for _, in := range infos {
-		b, e, err := layout.ParseObjectKey(in.Key)
-		if err != nil {
-			return nil, err
-		}
-		objs = append(objs, layout.StreamObject{Key: in.Key, Base: b, End: e, Size: in.Size, ETag: in.ETag})
+	objs, err := layout.AppendStreamObjects(make([]layout.StreamObject, 0, len(infos)), infos)
+	if err != nil {
+		return nil, err
 	}
 	o.objs, o.start, o.ok = objs, base, true
 	return objs, nil
@@ -118,12 +114,8 @@ func (o *Objects) FromSplit(base int64, splits []int64) ([]layout.StreamObject, 
 	}
 	var objs []layout.StreamObject
 	for _, infos := range parts {
-		for _, in := range infos {
-			b, e, err := layout.ParseObjectKey(in.Key)
-			if err != nil {
-				return nil, err
-			}
-			objs = append(objs, layout.StreamObject{Key: in.Key, Base: b, End: e, Size: in.Size, ETag: in.ETag})
+		if objs, err = layout.AppendStreamObjects(objs, infos); err != nil {
+			return nil, err
 		}
 	}
 	o.objs, o.start, o.ok = objs, base, true

@@ -9,6 +9,8 @@
 #   SCALE_PARTITIONS=300 SCALE_DELAY=20ms bash bench/scale.sh
 #   SCALE_ONLY=status,shards bash bench/scale.sh
 #   SCALE_ONLY=shards SCALE_SHARD_PARALLEL=1 bash bench/scale.sh   # shards of serial processes
+#   SCALE_KEEP=/tmp/scale SCALE_ONLY=status,shards bash bench/scale.sh   # the store kept for the next run
+#   SCALE_KEEP=/tmp/scale SCALE_SERVE=1 bash bench/scale.sh   # gateway + proxy up, for profiling by hand
 #
 # Needs versitygw (go install github.com/versity/versitygw/cmd/versitygw@v1.8.0).
 # Loopback only; every loop is bounded.
@@ -21,4 +23,6 @@ go run ./bench/scale -bin "$work/nereusctl" \
 	-partitions "${SCALE_PARTITIONS:-2001}" \
 	-delay "${SCALE_DELAY:-20ms}" \
 	-only "${SCALE_ONLY:-}" \
-	-shard-parallel "${SCALE_SHARD_PARALLEL:-}"
+	-shard-parallel "${SCALE_SHARD_PARALLEL:-}" \
+	-keep "${SCALE_KEEP:-}" \
+	-serve="${SCALE_SERVE:-false}"

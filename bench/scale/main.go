@@ -23,6 +23,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -46,6 +47,15 @@ const (
 
 // shardParallel is each process's --parallel in the shards comparison.
 var shardParallel = flag.String("shard-parallel", "", "--parallel of each process in the shards comparison (default: the store's default)")
+
+// keepDir keeps the gateway's store across runs: the demo runs once, the
+// next run with the same directory reuses it (only runs that do not trim
+// can share it: SCALE_ONLY without "retention"). serve keeps the gateway
+// and proxy up, printing how to reach them, until interrupted.
+var (
+	keepDir = flag.String("keep", "", "directory that keeps the store across runs (the demo runs once)")
+	serve   = flag.Bool("serve", false, "after setup, keep the gateway and the proxy running and print their endpoints until interrupted (for profiling by hand)")
+)
 
 func main() {
 	bin := flag.String("bin", "", "nereusctl binary to measure (required)")
@@ -88,13 +98,19 @@ func run(bin, gwBin string, partitions, records int, delay time.Duration, only s
 		return err
 	}
 	defer os.RemoveAll(work)
-	endpoint, stop, err := startGateway(gwBin, filepath.Join(work, "gw"))
+	gwDir := filepath.Join(work, "gw")
+	if *keepDir != "" {
+		gwDir = filepath.Join(*keepDir, "gw")
+	}
+	endpoint, stop, err := startGateway(gwBin, gwDir)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	if err := createBucket(ctx, endpoint); err != nil {
-		return err
+	if _, err := os.Stat(filepath.Join(gwDir, bucket)); err != nil {
+		if err := createBucket(ctx, endpoint); err != nil {
+			return err
+		}
 	}
 	env := append(os.Environ(),
 		"AWS_ACCESS_KEY_ID="+accessKey, "AWS_SECRET_ACCESS_KEY="+secretKey, "AWS_REGION=us-east-1",
@@ -115,12 +131,24 @@ func run(bin, gwBin string, partitions, records int, delay time.Duration, only s
 	}
 	fmt.Printf("scale: %s, %d partitions per user topic, %d records, %v per request, --parallel supported: %v\n", bin, perTopic, records, delay, hasParallel)
 	for _, p := range prefixes {
+		marker := filepath.Join(*keepDir, "demo-"+p+"-"+strconv.Itoa(perTopic)+"-"+strconv.Itoa(records))
+		if *keepDir != "" {
+			if _, err := os.Stat(marker); err == nil {
+				fmt.Printf("setup: s3://%s/%s kept from an earlier run (%s)\n", bucket, p, *keepDir)
+				continue
+			}
+		}
 		t0 := time.Now()
 		res := measure(bin, env, endpoint, p, nil, "demo", "--partitions", strconv.Itoa(perTopic), "--records", strconv.Itoa(records), "--checkpoints", "1", "--no-tour", "-q")
 		if res.exit != 0 {
 			return fmt.Errorf("demo into prefix %s failed (exit %d)", p, res.exit)
 		}
 		fmt.Printf("setup: demo into s3://%s/%s directly (no delay): %.1f s\n", bucket, p, time.Since(t0).Seconds())
+		if *keepDir != "" {
+			if err := os.WriteFile(marker, nil, 0o644); err != nil {
+				return err
+			}
+		}
 	}
 	names, err := listBindings(bin, env, endpoint, prefixes[0])
 	if err != nil {
@@ -133,6 +161,17 @@ func run(bin, gwBin string, partitions, records int, delay time.Duration, only s
 		return err
 	}
 	defer proxy.Close()
+	if *serve {
+		fmt.Printf("serving: gateway %s, proxy %s (%v per request)\n", endpoint, proxy.URL, delay)
+		for _, kv := range env[len(os.Environ()):] {
+			fmt.Printf("  export %s\n", kv)
+		}
+		fmt.Printf("  nereusctl --store s3://%s/%s --s3-endpoint %s --s3-path-style status --all\n", bucket, prefixes[0], proxy.URL)
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		<-sig
+		return nil
+	}
 
 	want := func(name string) bool {
 		if only == "" {

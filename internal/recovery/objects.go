@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sort"
+	"strings"
 
 	"github.com/nereusctl/nereusctl/internal/fleet"
 	"github.com/nereusctl/nereusctl/internal/layout"
@@ -20,6 +22,70 @@ type Objects struct {
 	start int64 // the listing covers bases >= start; -1: everything
 	objs  []layout.StreamObject
 	ok    bool
+
+	// The stream's checkpoint and generation listings, once listed (or
+	// taken from Prefetch's one page).
+	ckpts, gens     []store.ObjectInfo
+	ckptsOK, gensOK bool
+}
+
+// Prefetch lists the whole stream (checkpoints, generations, head and
+// objects) in one request when the store lists in pages (S3) and the
+// stream's keys fit one page (store.PageKeys): the checkpoint, generation
+// and object listings a replay needs are then taken from it instead of
+// three LISTs. It sends nothing on a store that does not page (file://),
+// and a stream that does not fit keeps the listings of its parts. Call it
+// after the head is read, as the object listing it replaces would be: an
+// object below the head is written before the head moves past it.
+func (o *Objects) Prefetch() error {
+	infos, complete, paged, err := store.ListFirstPage(o.ctx, o.st, layout.StreamPrefix(o.sid), store.PageKeys)
+	if err != nil {
+		return fmt.Errorf("list stream %s: %w", o.sid, err)
+	}
+	if !paged || !complete {
+		return nil
+	}
+	var objs []store.ObjectInfo
+	o.ckpts, o.gens = nil, nil
+	for _, in := range infos {
+		switch {
+		case strings.HasPrefix(in.Key, layout.CheckpointsPrefix(o.sid)):
+			o.ckpts = append(o.ckpts, in)
+		case strings.HasPrefix(in.Key, layout.GenerationsPrefix(o.sid)):
+			o.gens = append(o.gens, in)
+		case strings.HasPrefix(in.Key, layout.ObjectsPrefix(o.sid)):
+			objs = append(objs, in)
+		}
+	}
+	o.ckptsOK, o.gensOK = true, true
+	// A key under objects/ that is no object's name leaves the object
+	// listing to All and From, which report it as they always have.
+	if so, err := layout.AppendStreamObjects(make([]layout.StreamObject, 0, len(objs)), objs); err == nil {
+		o.objs, o.start, o.ok = so, -1, true
+	}
+	return nil
+}
+
+// Checkpoints returns the stream's checkpoint listing (listed once).
+func (o *Objects) Checkpoints() ([]store.ObjectInfo, error) {
+	if !o.ckptsOK {
+		infos, err := o.st.List(o.ctx, layout.CheckpointsPrefix(o.sid))
+		if err != nil {
+			return nil, err
+		}
+		o.ckpts, o.ckptsOK = infos, true
+	}
+	return o.ckpts, nil
+}
+
+// GenerationsAfter returns the generation manifests whose keys sort after
+// after ("" : all), from the prefetched page when there is one.
+func (o *Objects) GenerationsAfter(after string) ([]store.ObjectInfo, error) {
+	if !o.gensOK {
+		return o.st.ListAfter(o.ctx, layout.GenerationsPrefix(o.sid), after)
+	}
+	i := sort.Search(len(o.gens), func(i int) bool { return o.gens[i].Key > after })
+	return o.gens[i:], nil
 }
 
 // NewObjects lists lazily from st.
@@ -69,7 +135,7 @@ func (o *Objects) From(base int64) ([]layout.StreamObject, error) {
 // only where the objects the caller knows fill more than a page.
 const (
 	maxListRanges = 8
-	listPageKeys  = 1000
+	listPageKeys  = store.PageKeys
 )
 
 // FromSplit is From(base), listed as several ranges at once: splits are

@@ -201,6 +201,9 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 		return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
 	}
 	lister := NewObjects(ctx, st, b.StreamID)
+	if err := lister.Prefetch(); err != nil {
+		return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
+	}
 	res := &Result{Binding: b, Head: *h, Full: opt.Full}
 
 	// 2-4. Choose, verify and hydrate a checkpoint.
@@ -324,7 +327,7 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 			}
 		}
 	}
-	if err := replayTail(ctx, st, b.StreamID, part, objs, h.Head, lastGen, &res.Tail, res.Sources, at); err != nil {
+	if err := replayTail(ctx, st, lister, part, objs, h.Head, lastGen, &res.Tail, res.Sources, at); err != nil {
 		return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
 	}
 	if res.Tail.headObject != "" {
@@ -470,7 +473,7 @@ func maxSourceGen(srcs []layout.SourceRef) int64 {
 // floor) and returns the first that passes every check; the others are
 // reported with their reason.
 func choose(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Head, objs *Objects, newestFirst bool, maxAnchor int64) ([]Candidate, int, *nkc1.Checkpoint, error) {
-	infos, err := st.List(ctx, layout.CheckpointsPrefix(b.StreamID))
+	infos, err := objs.Checkpoints()
 	if err != nil {
 		return nil, -1, nil, fmt.Errorf("replay %s: list checkpoints: %w", b.Name(), err)
 	}
@@ -631,13 +634,13 @@ func checkAnchorObject(ctx context.Context, st store.Store, a nkc1.Anchor, liste
 //
 // at, when not nil, is called with the state's next offset before the
 // first object and after every object.
-func replayTail(ctx context.Context, st store.Store, sid string, part *state.Partition, objs []layout.StreamObject, head, lastGen int64, ts *TailStats, sources map[int64]string, at func(end int64)) error {
+func replayTail(ctx context.Context, st store.Store, lister *Objects, part *state.Partition, objs []layout.StreamObject, head, lastGen int64, ts *TailStats, sources map[int64]string, at func(end int64)) error {
 	ts.From, ts.To = part.NextOffset, head
 	if at == nil {
 		at = func(int64) {}
 	}
 	at(part.NextOffset)
-	seals, digests, sealed, err := sealsAfter(ctx, st, sid, lastGen)
+	seals, digests, sealed, err := sealsAfter(ctx, st, lister, lastGen)
 	if err != nil {
 		return err
 	}
@@ -723,13 +726,14 @@ type sealedRef struct {
 // sealsAfter maps the end offset of every COMMITTED generation newer than
 // lastGen to its number (and the number to its manifest digest), and every
 // object those generations list to its manifest entry.
-func sealsAfter(ctx context.Context, st store.Store, sid string, lastGen int64) (map[int64]int64, map[int64]string, map[string]sealedRef, error) {
+func sealsAfter(ctx context.Context, st store.Store, lister *Objects, lastGen int64) (map[int64]int64, map[int64]string, map[string]sealedRef, error) {
 	// Only the generations after lastGen: a listing that starts there.
+	sid := lister.sid
 	after := ""
 	if lastGen >= 0 {
 		after = layout.GenerationKey(sid, lastGen)
 	}
-	infos, err := st.ListAfter(ctx, layout.GenerationsPrefix(sid), after)
+	infos, err := lister.GenerationsAfter(after)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("list generations: %w", err)
 	}

@@ -374,6 +374,47 @@ func testPagination(t *testing.T, mk func(*testing.T) *store.Counter) {
 	if err != nil || len(got) != 10 || got[0].Key != "many/00100" || got[9].Key != "many/00109" {
 		t.Fatalf("list many/0010: %d objects (%v)", len(got), err)
 	}
+	// ListFirstPage: on a store that lists in pages, one LIST of at most
+	// max keys, in order, complete only when it holds the whole prefix;
+	// on one that does not, nothing sent.
+	before = s.Counts()[store.VerbList]
+	for _, r := range []struct {
+		prefix   string
+		max, n   int
+		complete bool
+	}{
+		{"many/", store.PageKeys, store.PageKeys, false},
+		{"many/", 7, 7, false},
+		{"many/0010", store.PageKeys, 10, true},
+		{"many/00100", 10, 1, true},
+		{"nothing/", store.PageKeys, 0, true},
+	} {
+		got, complete, paged, err := store.ListFirstPage(ctx, s, r.prefix, r.max)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !paged {
+			if got != nil || s.Counts()[store.VerbList] != before {
+				t.Fatalf("ListFirstPage on a store that does not page: %d keys, %d LISTs", len(got), s.Counts()[store.VerbList]-before)
+			}
+			continue
+		}
+		if len(got) != r.n || complete != r.complete || (r.n > 0 && !strings.HasPrefix(got[0].Key, r.prefix)) {
+			t.Fatalf("ListFirstPage(%q, %d): %d keys, complete=%v, want %d, %v", r.prefix, r.max, len(got), complete, r.n, r.complete)
+		}
+		for i := 1; i < len(got); i++ {
+			if got[i-1].Key >= got[i].Key {
+				t.Fatalf("ListFirstPage(%q): %q before %q", r.prefix, got[i-1].Key, got[i].Key)
+			}
+		}
+		if r.prefix == "many/" && got[0].Key != keys[0] {
+			t.Fatalf("ListFirstPage(many/): first key %q, want %q", got[0].Key, keys[0])
+		}
+		before++
+		if n := s.Counts()[store.VerbList]; n != before {
+			t.Fatalf("ListFirstPage counted %d LISTs, want one", n-before+1)
+		}
+	}
 	// ListRange: exactly the keys in (startAfter, before), across page
 	// boundaries, and no end with before "".
 	for _, r := range []struct {

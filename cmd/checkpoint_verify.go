@@ -111,13 +111,14 @@ func checkpointVerifyOne(ctx context.Context, st store.Store, tp layout.TopicPar
 	}
 	// The head decides what the checkpoints are checked against: a head
 	// that is missing or does not decode is corruption, not an I/O error.
-	if _, _, err := verify.LoadHead(ctx, st, b.StreamID); err != nil {
+	h, _, err := verify.LoadHead(ctx, st, b.StreamID)
+	if err != nil {
 		if verify.IsMalformed(err) || isNotFound(err) {
 			return exitcode.VerifyErr(fmt.Errorf("verify checkpoints of %s: stream head: %w", tp, err))
 		}
 		return fmt.Errorf("verify checkpoints of %s: %w", tp, err)
 	}
-	rep, err := recovery.Verify(ctx, st, b)
+	rep, err := recovery.VerifyAt(ctx, st, b, h)
 	if err != nil {
 		return fmt.Errorf("verify checkpoints of %s: %w", tp, err)
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
 
@@ -70,5 +72,73 @@ func TestReplayListsTheStreamInOnePage(t *testing.T) {
 	same("over a page", paged, per)
 	if lists != perLists+1 {
 		t.Errorf("over a page: %d LISTs through a paging store, %d without: want one more (the page that did not hold the stream)", lists, perLists)
+	}
+}
+
+// TestCheckpointVerifyListsOnceAndTrustsTheListing: checkpoint verify of a
+// stream whose keys fit a page sends one LIST and no HEAD on a store whose
+// listing has ETags (S3, mem://), with the per-prefix path's result.
+func TestCheckpointVerifyListsOnceAndTrustsTheListing(t *testing.T) {
+	ctx := context.Background()
+	f, _ := twoCheckpoints(t)
+	b, _ := f.binding(t)
+	h, _, err := layout.LoadHead(ctx, f.st, b.StreamID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctr := store.NewCounter(f.st)
+	rep, err := VerifyAt(ctx, ctr, b, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	per, err := VerifyAt(ctx, unpaged{f.st}, b, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Findings) != 0 || len(per.Findings) != 0 || rep.Checkpoints != 2 || per.Checkpoints != 2 {
+		t.Fatalf("sound stream: %+v / %+v", rep, per)
+	}
+	if c := ctr.Counts(); c[store.VerbList] != 1 || c[store.VerbHead] != 0 {
+		t.Fatalf("checkpoint verify sent %d LISTs and %d HEADs, want 1 and 0", c[store.VerbList], c[store.VerbHead])
+	}
+}
+
+// staleListing lists checkpoints one byte longer than they are, as a
+// listing taken before an object was replaced would.
+type staleListing struct{ *store.Mem }
+
+func (s staleListing) ListFirstPage(ctx context.Context, prefix string, max int) ([]store.ObjectInfo, bool, error) {
+	infos, complete, err := s.Mem.ListFirstPage(ctx, prefix, max)
+	for i := range infos {
+		if strings.Contains(infos[i].Key, "/checkpoints/") {
+			infos[i].Size++
+		}
+	}
+	return infos, complete, err
+}
+
+// TestCheckpointVerifyChecksBytesAgainstTheListing: where the listing is
+// the reference (no HEAD), bytes that disagree with it are a size finding
+// naming the listing.
+func TestCheckpointVerifyChecksBytesAgainstTheListing(t *testing.T) {
+	ctx := context.Background()
+	f, _ := twoCheckpoints(t)
+	b, _ := f.binding(t)
+	h, _, err := layout.LoadHead(ctx, f.st, b.StreamID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := VerifyAt(ctx, staleListing{f.st}, b, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := 0
+	for _, fd := range rep.Findings {
+		if fd.Check == "size" && strings.Contains(fd.Detail, "the listing says") {
+			sizes++
+		}
+	}
+	if sizes != 2 {
+		t.Fatalf("want a size finding per checkpoint, got %+v", rep.Findings)
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/fleet"
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/nkc1"
@@ -665,17 +666,10 @@ func replayTail(ctx context.Context, st store.Store, lister *Objects, part *stat
 	if len(chain) > 0 && chain[0].Base != part.NextOffset {
 		return fmt.Errorf("%w: the state ends at %d inside object %s", stream.ErrMissing, part.NextOffset, chain[0].Key)
 	}
-	// One read buffer for the whole tail: nothing keeps an object's bytes
-	// once its batches are applied.
-	buf := make([]byte, 0, 64<<10)
-	for _, o := range chain {
-		data, err := stream.ReadObjectInto(ctx, st, o, buf)
-		if err != nil {
-			return err
-		}
-		if cap(data) <= 64<<20 {
-			buf = data[:0]
-		}
+	// The tail is read ahead (stream.ReadChain: a few objects in flight,
+	// a few buffers reused): nothing keeps an object's bytes once its
+	// batches are applied.
+	err = stream.ReadChain(ctx, st, chain, func(o layout.StreamObject, data []byte) error {
 		ref, isSealed := sealed[o.Key]
 		if isSealed && int64(len(data)) != ref.Size {
 			return fmt.Errorf("object %s: %w: %d bytes, its COMMITTED manifest (generation %d) says %d", o.Key, kafka.ErrCorrupt, len(data), ref.gen, ref.Size)
@@ -685,11 +679,10 @@ func replayTail(ctx context.Context, st store.Store, lister *Objects, part *stat
 		}
 		ts.Objects++
 		ts.Bytes += int64(len(data))
-		err = stream.ScanObject(o, data, true, func(bt stream.Batch) error {
+		if err := stream.ScanObject(o, data, true, func(bt stream.Batch) error {
 			ts.Batches++
 			return ApplyBatch(part, bt)
-		})
-		if err != nil {
+		}); err != nil {
 			return err
 		}
 		// The batch CRCs cover all but each batch's offset, length,
@@ -708,6 +701,10 @@ func replayTail(ctx context.Context, st store.Store, lister *Objects, part *stat
 			delete(seals, o.End)
 		}
 		at(o.End)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	for end, gen := range seals {
 		if end <= head && end > ts.From {
@@ -738,18 +735,35 @@ func sealsAfter(ctx context.Context, st store.Store, lister *Objects, lastGen in
 		return nil, nil, nil, fmt.Errorf("list generations: %w", err)
 	}
 	out, digests, sealed := map[int64]int64{}, map[int64]string{}, map[string]sealedRef{}
+	var gens []int64
 	for _, in := range infos {
 		n, err := layout.ParseGenerationKey(in.Key)
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		if n <= lastGen {
-			continue
+		if n > lastGen {
+			gens = append(gens, n)
 		}
+	}
+	// A few manifests at once (on S3 each is a round trip); the first
+	// failure in generation order is the one reported.
+	type loaded struct {
+		g   *layout.Generation
+		sum string
+		err error
+	}
+	got, err := fleet.Map(ctx, stream.ReadAheadObjects, gens, func(ctx context.Context, _ int, n int64) (loaded, error) {
 		g, sum, err := layout.LoadGeneration(ctx, st, sid, n)
-		if err != nil {
-			return nil, nil, nil, err
+		return loaded{g, sum, err}, nil
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for _, l := range got {
+		if l.err != nil {
+			return nil, nil, nil, l.err
 		}
+		g, sum := l.g, l.sum
 		if g.Kind == layout.KindCommitted {
 			out[g.End] = g.Gen
 			digests[g.Gen] = sum

@@ -8,7 +8,7 @@
 #   bash bench/scale.sh                          # 2,001 partitions, 20 ms per request
 #   SCALE_PARTITIONS=300 SCALE_DELAY=20ms bash bench/scale.sh
 #   SCALE_ONLY=status,shards bash bench/scale.sh
-#   SCALE_ONLY=shards SCALE_SHARD_PARALLEL=1 bash bench/scale.sh   # shards of serial processes
+#   SCALE_ONLY=shards SCALE_SHARD_PARALLEL=1,8 bash bench/scale.sh   # shards at --parallel 1 and 8 (default: default,4)
 #   SCALE_KEEP=/tmp/scale SCALE_ONLY=status,shards bash bench/scale.sh   # the store kept for the next run
 #   SCALE_KEEP=/tmp/scale SCALE_SERVE=1 bash bench/scale.sh   # gateway + proxy up, for profiling by hand
 #
@@ -23,6 +23,6 @@ go run ./bench/scale -bin "$work/nereusctl" \
 	-partitions "${SCALE_PARTITIONS:-2001}" \
 	-delay "${SCALE_DELAY:-20ms}" \
 	-only "${SCALE_ONLY:-}" \
-	-shard-parallel "${SCALE_SHARD_PARALLEL:-}" \
+	-shard-parallel "${SCALE_SHARD_PARALLEL:-default,4}" \
 	-keep "${SCALE_KEEP:-}" \
 	-serve="${SCALE_SERVE:-false}"

@@ -25,7 +25,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"slices"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,7 +46,7 @@ const (
 )
 
 // shardParallel is each process's --parallel in the shards comparison.
-var shardParallel = flag.String("shard-parallel", "", "--parallel of each process in the shards comparison (default: the store's default)")
+var shardParallel = flag.String("shard-parallel", "default,4", "comma-separated --parallel of each process in the shards comparison (\"default\": the store's default)")
 
 // keepDir keeps the gateway's store across runs: the demo runs once, the
 // next run with the same directory reuses it (only runs that do not trim
@@ -89,6 +89,48 @@ type result struct {
 	inFlight   int64
 	exit       int
 	stdout     string
+	// CPU seconds (user + system) over the run: the nereusctl
+	// process(es), the gateway, and this process (the proxy).
+	clientCPU, gatewayCPU, proxyCPU float64
+}
+
+// gatewayPID is the running versitygw's process id (its CPU is read from
+// /proc).
+var gatewayPID int
+
+// cpuMeter samples the gateway's and this process's CPU time.
+type cpuMeter struct{ gw, self float64 }
+
+func sampleCPU() cpuMeter {
+	var m cpuMeter
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", gatewayPID)); err == nil {
+		// Fields after the command name (which may hold spaces): utime
+		// and stime are the 12th and 13th, in clock ticks (100 a second
+		// on Linux).
+		if i := bytes.LastIndexByte(b, ')'); i > 0 {
+			f := strings.Fields(string(b[i+1:]))
+			if len(f) > 12 {
+				u, _ := strconv.ParseFloat(f[11], 64)
+				st, _ := strconv.ParseFloat(f[12], 64)
+				m.gw = (u + st) / 100
+			}
+		}
+	}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		m.self = tvSeconds(ru.Utime) + tvSeconds(ru.Stime)
+	}
+	return m
+}
+
+func tvSeconds(tv syscall.Timeval) float64 {
+	return float64(tv.Sec) + float64(tv.Usec)/1e6
+}
+
+// since fills r's gateway and proxy CPU from the sample taken before.
+func (m cpuMeter) since(r *result) {
+	now := sampleCPU()
+	r.gatewayCPU, r.proxyCPU = now.gw-m.gw, now.self-m.self
 }
 
 func run(bin, gwBin string, partitions, records int, delay time.Duration, only string, subset int) error {
@@ -226,7 +268,9 @@ func run(bin, gwBin string, partitions, records int, delay time.Duration, only s
 			}
 			args = statusArgs(bin, env, args)
 			proxy.ResetCounts()
+			cpu := sampleCPU()
 			r := measure(bin, env, proxy.URL, prefix, extra, args...)
+			cpu.since(&r)
 			r.name, r.parallel, r.partitions = c.name, label, parts
 			r.requests, r.inFlight = proxy.Requests(), proxy.PeakInFlight()
 			printResult(r)
@@ -243,36 +287,48 @@ func run(bin, gwBin string, partitions, records int, delay time.Duration, only s
 		fmt.Println("shards: this binary's retention run has no --shard: skipped")
 	} else if want("shards") {
 		// Four shard processes at once against one process, both dry runs
-		// (they must not change the store between the two).
-		args := append(append([]string{}, retentionArgs...), "--dry-run")
-		par := "default"
-		if *shardParallel != "" {
-			args = append(args, "--parallel", *shardParallel)
-			par = *shardParallel
-		}
-		proxy.ResetCounts()
-		one := measure(bin, env, proxy.URL, prefixes[0], nil, args...)
-		one.name, one.parallel, one.partitions, one.requests, one.inFlight = "retention-dry 1 process", par, n, proxy.Requests(), proxy.PeakInFlight()
-		printResult(one)
-		proxy.ResetCounts()
-		t0 := time.Now()
-		var wg sync.WaitGroup
-		exits := make([]int, 4)
-		rss := make([]float64, 4)
-		for i := range 4 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r := measure(bin, env, proxy.URL, prefixes[0], []string{"--shard", fmt.Sprintf("%d/4", i)}, args...)
-				exits[i], rss[i] = r.exit, r.peakRSSMiB
-			}()
-		}
-		wg.Wait()
-		four := result{name: "retention-dry 4 shards at once", parallel: par, seconds: time.Since(t0).Seconds(), partitions: n,
-			requests: proxy.Requests(), inFlight: proxy.PeakInFlight(), exit: maxInt(exits), peakRSSMiB: slices.Max(rss)}
-		printResult(four)
-		if four.seconds > 0 {
-			fmt.Printf("4 shards / 1 process speed-up: %.2fx (exits %v)\n", one.seconds/four.seconds, exits)
+		// (they must not change the store between the two), at each
+		// --parallel of -shard-parallel: at the default one process may
+		// already use the whole machine (the cpu line says), at a small
+		// one it waits on the delay, which four processes divide.
+		for _, par := range strings.Split(*shardParallel, ",") {
+			args := append(append([]string{}, retentionArgs...), "--dry-run")
+			if par != "default" {
+				args = append(args, "--parallel", par)
+			}
+			proxy.ResetCounts()
+			cpu := sampleCPU()
+			one := measure(bin, env, proxy.URL, prefixes[0], nil, args...)
+			cpu.since(&one)
+			one.name, one.parallel, one.partitions, one.requests, one.inFlight = "retention-dry 1 process", par, n, proxy.Requests(), proxy.PeakInFlight()
+			printResult(one)
+			proxy.ResetCounts()
+			cpu = sampleCPU()
+			t0 := time.Now()
+			var wg sync.WaitGroup
+			shards := make([]result, 4)
+			for i := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					shards[i] = measure(bin, env, proxy.URL, prefixes[0], []string{"--shard", fmt.Sprintf("%d/4", i)}, args...)
+				}()
+			}
+			wg.Wait()
+			four := result{name: "retention-dry 4 shards at once", parallel: par, seconds: time.Since(t0).Seconds(), partitions: n,
+				requests: proxy.Requests(), inFlight: proxy.PeakInFlight()}
+			exits := make([]int, 4)
+			for i, r := range shards {
+				exits[i] = r.exit
+				four.peakRSSMiB = max(four.peakRSSMiB, r.peakRSSMiB)
+				four.clientCPU += r.clientCPU
+			}
+			four.exit = maxInt(exits)
+			cpu.since(&four)
+			printResult(four)
+			if four.seconds > 0 {
+				fmt.Printf("4 shards / 1 process speed-up at --parallel %s: %.2fx (exits %v)\n", par, one.seconds/four.seconds, exits)
+			}
 		}
 	}
 	return nil
@@ -282,6 +338,12 @@ func printResult(r result) {
 	pps := float64(r.partitions) / r.seconds
 	fmt.Printf("%-32s parallel=%-8s %8.1f s  %8.1f partitions/s  %6.1f requests/partition  peak RSS %6.1f MiB  peak in flight %4d  exit %d\n",
 		r.name, r.parallel, r.seconds, pps, float64(r.requests)/float64(r.partitions), r.peakRSSMiB, r.inFlight, r.exit)
+	// What the machine gave the run: CPU seconds of each part against
+	// the wall time times the cores, so a run bound by the CPU shows as
+	// one (a 2-core machine gives 2 CPU-seconds a second).
+	total := r.clientCPU + r.gatewayCPU + r.proxyCPU
+	fmt.Printf("  cpu: nereusctl %.1f s, gateway %.1f s, proxy %.1f s = %.1f s of %.1f s (%d cores x wall): %.0f%%\n",
+		r.clientCPU, r.gatewayCPU, r.proxyCPU, total, r.seconds*float64(runtime.NumCPU()), runtime.NumCPU(), 100*total/(r.seconds*float64(runtime.NumCPU())))
 }
 
 func maxInt(xs []int) int {
@@ -316,6 +378,7 @@ func measure(bin string, env []string, endpoint, prefix string, extra []string, 
 	if cmd.ProcessState != nil {
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			r.peakRSSMiB = float64(ru.Maxrss) / 1024
+			r.clientCPU = tvSeconds(ru.Utime) + tvSeconds(ru.Stime)
 		}
 	}
 	if r.exit != 0 && r.exit != 3 && r.exit != 4 {
@@ -460,6 +523,7 @@ func startGateway(flagValue, dir string) (string, func(), error) {
 	if err := cmd.Start(); err != nil {
 		return "", nil, err
 	}
+	gatewayPID = cmd.Process.Pid
 	stop := func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan struct{})

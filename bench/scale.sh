@@ -12,10 +12,19 @@
 #   SCALE_KEEP=/tmp/scale SCALE_ONLY=status,shards bash bench/scale.sh   # the store kept for the next run
 #   SCALE_KEEP=/tmp/scale SCALE_SERVE=1 bash bench/scale.sh   # gateway + proxy up, for profiling by hand
 #
-# Needs versitygw (go install github.com/versity/versitygw/cmd/versitygw@v1.8.0).
+# Needs versitygw: $VERSITYGW, or on PATH, or in Go's bin directory; on a
+# fresh machine the script installs the version CI uses (about 75 s).
 # Loopback only; every loop is bounded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+bindir="$(go env GOBIN)"
+[ -n "$bindir" ] || bindir="$(go env GOPATH | cut -d: -f1)/bin"
+if [ -z "${VERSITYGW:-}" ] && ! command -v versitygw >/dev/null && [ ! -x "$bindir/versitygw" ]; then
+	version=$(sed -n 's/^VERSITYGW_VERSION=\(v[0-9.]*\).*/\1/p' .ci/run)
+	echo "scale: installing versitygw ${version:?no VERSITYGW_VERSION in .ci/run} (go install)" >&2
+	go install "github.com/versity/versitygw/cmd/versitygw@$version"
+	export VERSITYGW="$bindir/versitygw"
+fi
 work=$(mktemp -d /tmp/nereus-scale.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 go build -o "$work/nereusctl" .

@@ -200,6 +200,12 @@ func (p *Partition) Apply(h kafka.BatchHeader, size int64, marker Marker, pos Po
 	if h.BaseOffset < p.NextOffset {
 		return fmt.Errorf("%w: batch at %d, log already at %d", ErrOutOfOrder, h.BaseOffset, p.NextOffset)
 	}
+	if n := len(p.Segments); n > 0 && p.Segments[n-1].Open() && h.BaseOffset < p.Segments[n-1].Base {
+		// Only a segment Roll opened can start above the log end: its
+		// recorded base (a manifest's next_segment_base) must not lie
+		// above its first batch.
+		return fmt.Errorf("%w: batch at %d lies below %d, where its segment was rolled (the sealed segment before it records the next segment's base there)", kafka.ErrCorrupt, h.BaseOffset, p.Segments[n-1].Base)
+	}
 	p.applySegment(h, size, pos)
 	p.applyEpoch(h)
 	if h.ProducerID >= 0 {
@@ -364,6 +370,27 @@ func (p *Partition) Seal(gen, end int64) error {
 	s.End = end
 	s.Gen = gen
 	s.appendFinalTimeIndexEntry()
+	return nil
+}
+
+// Roll opens an empty segment at base, where Kafka rolled it: a segment's
+// base offset is its .log file's name (LocalLog.roll creates the segment
+// at its base offset before anything is appended to it; the log cleaner
+// keeps the group's first base, LogCleaner.cleanSegments'
+// segments.head.baseOffset, when it removes the first batches), which an
+// imported segment's first batch may lie above. Without a Roll the next
+// segment starts at its first batch (applySegment). base must lie at or
+// above the log end, with no segment open; the first batch applied after
+// it must not lie below it (Apply). Callers roll right after the Seal of
+// a generation that records a next_segment_base.
+func (p *Partition) Roll(base int64) error {
+	if n := len(p.Segments); n > 0 && p.Segments[n-1].Open() {
+		return fmt.Errorf("%w: roll a segment at %d: the segment at %d is still open", kafka.ErrCorrupt, base, p.Segments[n-1].Base)
+	}
+	if base < p.NextOffset {
+		return fmt.Errorf("%w: roll a segment at %d: below the log end %d", kafka.ErrCorrupt, base, p.NextOffset)
+	}
+	p.Segments = append(p.Segments, Segment{Base: base, End: -1, MaxTimestamp: NoTimestamp, OffsetOfMax: -1, Gen: -1})
 	return nil
 }
 

@@ -502,3 +502,44 @@ func (p *Partition) Clone() *Partition {
 	}
 	return q
 }
+
+// OldRuleSegmentBases explains a difference between old, a state hydrated
+// from a checkpoint whose segment bases were derived before the segment
+// base rule (a build that started every segment after an offset gap at the
+// previous segment's end), and cur, today's derivation of the same log (a
+// full replay: a segment starts at its first batch, or where its Kafka
+// .log file's name puts it, Roll). It returns cur's bases of the segments
+// that differ, ascending, and true when the two states are equal once
+// those bases are moved, each from the previous segment's end (or, for the
+// first segment, whose predecessor a trim dropped, from below) up to
+// cur's, within the segment. Any other difference, or none, is false: a
+// mismatch it does not explain. The checkpoint's bases cannot be derived
+// without reading the first batch of every segment it holds, so hydration
+// keeps them: a log start they give lies below Kafka's by offsets that
+// hold no record, never above (docs/kafka-retention-rules.md R4).
+func OldRuleSegmentBases(old, cur *Partition) ([]int64, bool) {
+	if len(old.Segments) != len(cur.Segments) {
+		return nil, false
+	}
+	var moved []int64
+	fixed := old.Clone()
+	for i := range old.Segments {
+		o, c := old.Segments[i], cur.Segments[i]
+		if o.Base == c.Base {
+			continue
+		}
+		end := c.End
+		if c.Open() {
+			end = cur.NextOffset
+		}
+		if o.Base > c.Base || c.Base > end || (i > 0 && o.Base != old.Segments[i-1].End) {
+			return nil, false
+		}
+		fixed.Segments[i].Base = c.Base
+		moved = append(moved, c.Base)
+	}
+	if len(moved) == 0 || Digest(fixed) != Digest(cur) {
+		return nil, false
+	}
+	return moved, true
+}

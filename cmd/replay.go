@@ -35,7 +35,10 @@ The report says which checkpoint was chosen and why every other one was
 skipped. --full ignores checkpoints and replays from the first offset (or,
 when gc removed the objects below the durable trim, from the oldest valid
 checkpoint: the retention floor). --compare runs both and fails with exit 3
-unless the state digests match. Nothing is written.
+unless the state digests match; a checkpoint whose only difference is the
+bases of segments after offset gaps, derived before segments started at
+their first batch or Kafka's file name, is named as such, with the action
+(checkpoint create --full). Nothing is written.
 
 Every path checks that the objects between the durable trim and the head
 are all there: a missing one is data loss (exit 3, naming the missing

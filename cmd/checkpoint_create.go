@@ -18,6 +18,7 @@ import (
 type checkpointCreateOptions struct {
 	sel    partitionSel
 	dryRun bool
+	full   bool
 	clock  clockFlags
 }
 
@@ -35,6 +36,12 @@ Producers idle for --producer-id-expiration-ms at the --now clock (default:
 the wall clock) with no open transaction are dropped, as Kafka's
 ProducerStateManager.removeExpiredProducers does; the checkpoint records
 that clock (NKC1 section clock, docs/formats/nkc1.md).
+
+--full builds the checkpoint from a full replay instead of the newest
+checkpoint: it replaces a checkpoint whose state an older build derived
+(replay --compare names one whose segment bases predate the segment base
+rule, docs/kafka-retention-rules.md R4), so later checkpoints build on
+today's derivation. It costs a full replay.
 
 With --all every partition is tried: one that fails (a binding that does not
 decode, a blocked coordinator, corrupt data) is a row with its error and the
@@ -71,13 +78,13 @@ others are still done; the exit status is the worst over the partitions.` + exit
 				var r *recovery.CreateResult
 				var err error
 				if o.dryRun {
-					r, err = checkpointCreateOne(ctx, st, tp, clock, true)
+					r, err = checkpointCreateOne(ctx, st, tp, clock, o.full, true)
 				} else {
 					// The partition's lease while its checkpoint is
 					// published and its binding CASed (a held one:
 					// this partition is exit 4, the others go on).
 					err = g.withPartition(ctx, st, tp, func(ctx context.Context) error {
-						r, err = checkpointCreateOne(ctx, st, tp, clock, false)
+						r, err = checkpointCreateOne(ctx, st, tp, clock, o.full, false)
 						return err
 					})
 				}
@@ -132,6 +139,7 @@ others are still done; the exit status is the worst over the partitions.` + exit
 	}
 	o.sel.addFlags(c, true)
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "print what would be written; write nothing")
+	c.Flags().BoolVar(&o.full, "full", false, "build the checkpoint from a full replay, not from the newest checkpoint")
 	o.clock.add(c, true)
 	return c
 }
@@ -154,7 +162,7 @@ type checkpointCreatePartitionJSON struct {
 	Error       string                 `json:"error,omitempty"`
 }
 
-func checkpointCreateOne(ctx context.Context, st store.Store, tp layout.TopicPartition, clock state.Clock, dryRun bool) (*recovery.CreateResult, error) {
+func checkpointCreateOne(ctx context.Context, st store.Store, tp layout.TopicPartition, clock state.Clock, full, dryRun bool) (*recovery.CreateResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -165,7 +173,11 @@ func checkpointCreateOne(ctx context.Context, st store.Store, tp layout.TopicPar
 	if _, _, err := verify.LoadHead(ctx, st, b.StreamID); verify.IsMalformed(err) {
 		return nil, exitcode.VerifyErr(fmt.Errorf("checkpoint create %s: stream head: %w", tp, err))
 	}
-	r, err := recovery.CreateAt(ctx, st, b, etag, clock, dryRun)
+	create := recovery.CreateAt
+	if full {
+		create = recovery.CreateFullAt
+	}
+	r, err := create(ctx, st, b, etag, clock, dryRun)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint create %s: %w", tp, err)
 	}

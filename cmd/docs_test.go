@@ -258,6 +258,13 @@ func TestLayoutSchemas(t *testing.T) {
 			CleanEnd: 120, PrevEnd: 60, ObjectBytes: 16 << 20, PrevSetID: sum("prev-set"),
 			Aborted: []layout.AbortedRange{{ProducerID: 14001, FirstOffset: 35, LastOffset: 45}}},
 	}
+	nextBase := int64(130)
+	rolled := &layout.Generation{
+		StreamID: b.StreamID, Gen: 3, Kind: layout.KindCommitted, Base: 120, End: 125,
+		Objects: []layout.ObjectRef{{Key: layout.StreamPrefix(b.StreamID) + "objects/00000000000000000120-00000000000000000125.kb", Base: 120, End: 125, Size: 512,
+			ETag: "0123456789abcdef0123456789abcdef", CRC32C: 7, SHA256: sum("obj")}},
+		Sources: []layout.SourceRef{}, MaxTimestamp: 1795000000000, CreatedMs: 1795000000000, NextSegmentBase: &nextBase,
+	}
 	quarantine := &layout.Quarantine{
 		SetID: setID, Topic: b.Topic, Partition: b.Partition, StreamID: b.StreamID, CreatedMs: 1795000000002,
 		Findings: []layout.QuarantineFinding{{Gen: 9, Object: compacted.Objects[0].Key, Check: "sha256", Expected: sum("ntc2"), Found: sum("flipped")}},
@@ -270,6 +277,7 @@ func TestLayoutSchemas(t *testing.T) {
 	}{
 		{"binding", "a binding with QUARANTINED coverage", &qb},
 		{"generation", "a TOPIC_COMPACTED generation", compacted},
+		{"generation", "a COMMITTED generation recording the next segment's base", rolled},
 		{"quarantine", "a quarantine record", quarantine},
 		{"quarantine", "an archived quarantine record", &archived},
 		{"retention-progress", "a retention run's store progress", &layout.RetentionProgress{
@@ -306,6 +314,8 @@ func TestLayoutSchemas(t *testing.T) {
 		{"head", "negative head", headJSON, func(m map[string]any) { m["head"] = -1 }},
 		{"generation", "unknown kind", layout.Encode(compacted), func(m map[string]any) { m["kind"] = "SNAPSHOT" }},
 		{"generation", "COMMITTED with compaction params", layout.Encode(compacted), func(m map[string]any) { m["kind"] = "COMMITTED" }},
+		{"generation", "TOPIC_COMPACTED with a next segment base", layout.Encode(compacted), func(m map[string]any) { m["next_segment_base"] = 130 }},
+		{"generation", "a negative next segment base", layout.Encode(rolled), func(m map[string]any) { m["next_segment_base"] = -1 }},
 		{"generation", "upper-case sha256", layout.Encode(compacted), func(m map[string]any) {
 			m["objects"].([]any)[0].(map[string]any)["sha256"] = strings.ToUpper(sum("x"))
 		}},

@@ -35,7 +35,10 @@ The report says which checkpoint was chosen and why every other one was
 skipped. --full ignores checkpoints and replays from the first offset (or,
 when gc removed the objects below the durable trim, from the oldest valid
 checkpoint: the retention floor). --compare runs both and fails with exit 3
-unless the state digests match. Nothing is written.
+unless the state digests match; a checkpoint whose only difference is the
+bases of segments after offset gaps, derived before segments started at
+their first batch or Kafka's file name, is named as such, with the action
+(checkpoint create --full). Nothing is written.
 
 Every path checks that the objects between the durable trim and the head
 are all there: a missing one is data loss (exit 3, naming the missing
@@ -107,9 +110,32 @@ func runReplay(cmd *cobra.Command, g *globals, o *replayOptions, arg string) err
 		return err
 	}
 	if full != nil && full.Digest() != res.Digest() {
-		return exitcode.VerifyErr(fmt.Errorf("replay %s: checkpoint path digest %s differs from full replay digest %s", b.Name(), res.Digest(), full.Digest()))
+		err := fmt.Errorf("replay %s: checkpoint path digest %s differs from full replay digest %s", b.Name(), res.Digest(), full.Digest())
+		if why := oldRuleMismatch(res, full); why != "" {
+			return exitcode.Wrap(exitcode.Verify, fmt.Errorf("%w: %s", err, why),
+				fmt.Sprintf("nothing is lost; publish a checkpoint from a full replay (nereusctl checkpoint create --full %s), then replay --compare matches", b.Name()))
+		}
+		return exitcode.VerifyErr(err)
 	}
 	return nil
+}
+
+// oldRuleMismatch explains a checkpoint path that differs from the full
+// replay only in the bases of segments after offset gaps, each at the
+// previous segment's end: the checkpoint's state was derived before the
+// segment base rule (state.OldRuleSegmentBases). "" for any other
+// difference.
+func oldRuleMismatch(res, full *recovery.Result) string {
+	moved, ok := state.OldRuleSegmentBases(res.State, full.State)
+	if !ok || res.Chosen == nil {
+		return ""
+	}
+	what := fmt.Sprintf("the bases of %d segments after offset gaps differ (today at %v)", len(moved), moved)
+	if len(moved) == 1 {
+		what = fmt.Sprintf("the base of the segment after an offset gap at %d differs", moved[0])
+	}
+	return fmt.Sprintf("only %s: checkpoint %s holds segment bases derived before they followed Kafka's (an older build made it, or the checkpoint it was built from; docs/kafka-retention-rules.md R4), each at the previous segment's end, below Kafka's",
+		what, res.Chosen.Key)
 }
 
 // dataLossJSON is the data_loss field of replay's JSON: the half-open
@@ -325,6 +351,9 @@ func renderReplay(w io.Writer, res, full *recovery.Result) error {
 		verdict := "MATCH"
 		if full.Digest() != res.Digest() {
 			verdict = "MISMATCH"
+			if oldRuleMismatch(res, full) != "" {
+				verdict = "MISMATCH: only segment bases the checkpoint derived before the segment base rule"
+			}
 		}
 		from := ""
 		if full.Floor {

@@ -30,12 +30,17 @@ type plannedObject struct {
 
 // segPlan is what pass 1 learnt about one segment file.
 type segPlan struct {
-	file    segmentFile
-	kept    int    // bytes kept after recovery
-	sum     []byte // SHA-256 of the kept bytes
-	maxTs   int64
-	objects []plannedObject
-	rep     *SegmentReport
+	file segmentFile
+	// nextBase, when hasNext, is the next_segment_base this segment's
+	// generation records: where Kafka's next segment starts (its .log
+	// file's name) when that lies below the next segment's first batch.
+	nextBase int64
+	hasNext  bool
+	kept     int    // bytes kept after recovery
+	sum      []byte // SHA-256 of the kept bytes
+	maxTs    int64
+	objects  []plannedObject
+	rep      *SegmentReport
 }
 
 // plan is the outcome of pass 1: everything needed to write, and the
@@ -79,6 +84,11 @@ func analyze(segs []segmentFile, res *Result, opt Options, recoveryPoint int64) 
 	lim := kafka.DefaultLimits()
 	truncated := ""
 	var kept []segmentFile
+	// After a segment is sealed, rollAt is the name of the file that
+	// follows it (Kafka's base of the next segment) and sealedIdx its
+	// plan; the next batch opens the next segment, at rollAt when that
+	// lies below the batch (-1: no segment sealed since the last batch).
+	rollAt, sealedIdx := int64(-1), -1
 	for i, sf := range segs {
 		if truncated != "" {
 			// LogLoader.recoverLog: after a segment lost bytes, the rest
@@ -136,6 +146,21 @@ func analyze(segs []segmentFile, res *Result, opt Options, recoveryPoint int64) 
 				sp.objects = append(sp.objects, cur)
 				cur = plannedObject{start: pos, base: expect}
 			}
+			if rollAt >= 0 {
+				// Kafka's segment base is the file name (LocalLog.roll;
+				// the cleaner keeps a group's first base,
+				// LogCleaner.cleanSegments' segments.head.baseOffset):
+				// when the cleaner removed the file's first batches, the
+				// segment still starts at its name, and the generation
+				// before it records that (next_segment_base).
+				if rollAt < h.BaseOffset {
+					if err := p.part.Roll(rollAt); err != nil {
+						return nil, fmt.Errorf("%s: %w", sf.path, err)
+					}
+					p.segs[sealedIdx].nextBase, p.segs[sealedIdx].hasNext = rollAt, true
+				}
+				rollAt = -1
+			}
 			bt := stream.Batch{Header: *h, Raw: sc.Batch(), Object: layout.StreamObject{Key: sf.name, Base: cur.base}, Pos: int64(pos - cur.start)}
 			if err := recovery.ApplyBatch(p.part, bt); err != nil {
 				return nil, fmt.Errorf("%s: batch at byte %d: %w", sf.path, pos, err)
@@ -147,14 +172,6 @@ func analyze(segs []segmentFile, res *Result, opt Options, recoveryPoint int64) 
 			if rep.Batches == 0 {
 				f := h.BaseOffset
 				rep.FirstOffset = &f
-				if i > 0 && f != sf.base {
-					// The stream's virtual segment starts at its first
-					// batch (state: UnifiedLog.maybeRoll's rule); Kafka's
-					// is the file's name. Only the log start a retention
-					// pass reports can differ, by offsets no batch holds.
-					res.Notes = append(res.Notes, fmt.Sprintf("%s: Kafka's segment starts at %d (the file name), its first batch at %d; the stream's segment starts at %d, so a retention pass that deletes the segment before it puts the log start at %d where Kafka puts %d (offsets [%d, %d) hold no record)",
-						sf.name, sf.base, f, f, f, sf.base, sf.base, f))
-				}
 			}
 			rep.Batches++
 			rep.Records += int64(h.RecordsCount)
@@ -215,6 +232,7 @@ func analyze(segs []segmentFile, res *Result, opt Options, recoveryPoint int64) 
 				return nil, fmt.Errorf("%s: %w", sf.path, err)
 			}
 			gen++
+			rollAt, sealedIdx = segs[i+1].base, len(p.segs)
 		}
 		p.segs = append(p.segs, sp)
 	}

@@ -736,7 +736,11 @@ func write(ctx context.Context, st store.Store, p *plan, res *Result, opt Option
 			}
 		}
 		if !last {
-			if err := w.Roll(ctx); err != nil {
+			next := int64(-1)
+			if sp.hasNext {
+				next = sp.nextBase
+			}
+			if err := w.RollAt(ctx, next); err != nil {
 				return err
 			}
 		}

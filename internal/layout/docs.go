@@ -266,6 +266,20 @@ type Generation struct {
 	MaxTimestamp int64 `json:"max_timestamp"`
 	// CreatedMs is when the generation was sealed or compacted.
 	CreatedMs int64 `json:"created_ms"`
+	// NextSegmentBase (COMMITTED only) is the base offset of the virtual
+	// segment after this one when that is not its first batch's offset:
+	// Kafka's segment base is the .log file's name (LocalLog,
+	// LogSegment: the file is named by the segment's baseOffset), and
+	// the log cleaner keeps it while removing the first batches
+	// (LogCleaner.cleanSegments writes a group under
+	// segments.head.baseOffset), so an imported file named 7 may hold
+	// batches from 10 on. Replay opens the next segment here when it
+	// seals this one (state.Roll), as Kafka rolls a segment at its base.
+	// It lies at or above End and at or below the next segment's first
+	// batch (docs/kafka-retention-rules.md R4). Absent (nil) in every
+	// manifest that does not need it: the next segment starts at its
+	// first batch.
+	NextSegmentBase *int64 `json:"next_segment_base,omitempty"`
 	// Compaction records the parameters a TOPIC_COMPACTED generation was
 	// computed with, so that --regenerate reproduces it exactly.
 	Compaction *CompactionParams `json:"compaction,omitempty"`
@@ -361,6 +375,16 @@ func (g *Generation) Validate() error {
 	for _, s := range g.Sources {
 		if err := validateSHA256(s.ManifestSHA256); err != nil {
 			return fmt.Errorf("source %d: %w", s.Gen, err)
+		}
+	}
+	if n := g.NextSegmentBase; n != nil {
+		switch {
+		case g.Kind != KindCommitted:
+			return fmt.Errorf("next_segment_base %d: only a sealed segment (COMMITTED) has a next segment", *n)
+		case *n < 0:
+			return fmt.Errorf("next_segment_base %d is negative", *n)
+		case *n < g.End:
+			return fmt.Errorf("next_segment_base %d lies below the generation's end %d: the next segment would start inside this one", *n, g.End)
 		}
 	}
 	if g.Compaction != nil {

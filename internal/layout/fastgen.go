@@ -337,6 +337,13 @@ func decodeGenerationFast(data []byte, g *Generation) (digest string, hasDigest,
 		case "created_ms":
 			g.CreatedMs, v = s.int64()
 			return 1 << 8, v
+		case "next_segment_base":
+			if s.null() {
+				return 1 << 11, true
+			}
+			n, ok := s.int64()
+			g.NextSegmentBase = &n
+			return 1 << 11, ok
 		case "compaction":
 			if s.null() {
 				return 1 << 9, true
@@ -463,6 +470,9 @@ func appendGenerationPlain(dst []byte, g *Generation) ([]byte, bool) {
 	})
 	w.int(1, false, "max_timestamp", g.MaxTimestamp)
 	w.int(1, false, "created_ms", g.CreatedMs)
+	if n := g.NextSegmentBase; n != nil {
+		w.int(1, false, "next_segment_base", *n)
+	}
 	if c := g.Compaction; c != nil {
 		w.key(1, false, "compaction")
 		w.b = append(w.b, '{')

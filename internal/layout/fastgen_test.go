@@ -18,8 +18,14 @@ func fastSamples() []*Generation {
 	}
 	committed := &Generation{StreamID: "s-abc", Gen: 3, Kind: KindCommitted, Base: 0, End: 3,
 		Objects: []ObjectRef{obj("s-abc", 0), obj("s-abc", 1), obj("s-abc", 2)}, MaxTimestamp: -1, CreatedMs: 1764633600000}
+	// An imported segment followed by a .log file whose first batch lies
+	// above its name: the manifest records where that segment starts.
+	next := int64(7)
+	rolled := &Generation{StreamID: "s-abc", Gen: 4, Kind: KindCommitted, Base: 3, End: 5,
+		Objects: []ObjectRef{obj("s-abc", 3), obj("s-abc", 4)}, Sources: []SourceRef{}, MaxTimestamp: 9, CreatedMs: 9, NextSegmentBase: &next}
 	return []*Generation{
 		committed,
+		rolled,
 		sampleGeneration(),
 		{StreamID: "s-1", Gen: 0, Kind: KindCommitted, Objects: []ObjectRef{}, Sources: []SourceRef{}},
 		{StreamID: "s-1", Gen: 2, Kind: KindTopicCompacted, End: 5, Sources: []SourceRef{{Gen: 1, ManifestSHA256: sha}},
@@ -88,7 +94,7 @@ func TestFastGenerationTakesWhatWeWrite(t *testing.T) {
 // not whole, an escape it must not take at face value) get exactly the
 // strict walk's verdict, never the fast decoder's acceptance.
 func TestFastGenerationRefusesLikeStrict(t *testing.T) {
-	base := string(Encode(fastSamples()[4]))
+	base := string(Encode(fastSamples()[5]))
 	edits := []struct{ old, new string }{
 		{`"gen": 9,`, `"gen": 9, "gen": 9,`},
 		{`"kind"`, `"Kind"`},
@@ -119,6 +125,15 @@ func TestFastGenerationRefusesLikeStrict(t *testing.T) {
 		}
 		sameAsStrict(t, []byte(strings.Replace(base, e.old, e.new, 1)))
 	}
+	// next_segment_base: what the strict walk refuses (a string, a
+	// fraction, a value Validate refuses: below end, negative) or takes
+	// (null: absent), the fast decoder refuses or takes alike.
+	rolled := string(Encode(fastSamples()[1]))
+	for _, v := range []string{`"7"`, `7.0`, `null`, `4`, `-1`, `5`, `07`, `99999999999999999999`, `true`} {
+		sameAsStrict(t, []byte(strings.Replace(rolled, `"next_segment_base": 7`, `"next_segment_base": `+v, 1)))
+	}
+	sameAsStrict(t, []byte(strings.Replace(rolled, `"next_segment_base": 7`, `"next_segment_base": 7, "next_segment_base": 7`, 1)))
+	sameAsStrict(t, []byte(strings.Replace(rolled, `"next_segment_base": 7`, `"Next_segment_base": 7`, 1)))
 	for _, tail := range []string{"x", "{}", "null", "\x00"} {
 		sameAsStrict(t, []byte(base+tail))
 	}
@@ -177,7 +192,7 @@ func TestGenerationEncoderMatchesEncodePlain(t *testing.T) {
 		}
 	}
 	for _, s := range []string{"a<b", "a>b", "a&b", "\u00e9", "\x7f", "q\"q", "b\\s", "tab\t"} {
-		g := fastSamples()[4]
+		g := fastSamples()[5]
 		g.Compaction.Encoder = s
 		if _, ok := appendGenerationPlain(nil, g); ok {
 			t.Fatalf("the encoder took %q, which encoding/json escapes or may", s)

@@ -112,6 +112,19 @@ func CreateAt(ctx context.Context, st store.Store, b *layout.Binding, bindingETa
 	return CreateFrom(ctx, st, b, bindingETag, res, dryRun)
 }
 
+// CreateFullAt is CreateAt from a full replay instead of the newest
+// checkpoint: it publishes today's derivation of the log, so that a
+// checkpoint whose state an older build derived (replay --compare names
+// one whose segment bases predate the segment base rule) stops being the
+// base later checkpoints are built on. Costs a full replay.
+func CreateFullAt(ctx context.Context, st store.Store, b *layout.Binding, bindingETag string, clock state.Clock, dryRun bool) (*CreateResult, error) {
+	res, err := Replay(ctx, st, b, Options{Full: true, Clock: clock})
+	if err != nil {
+		return nil, err
+	}
+	return CreateFrom(ctx, st, b, bindingETag, res, dryRun)
+}
+
 // CreateFrom is Create with the replay already done (res must be a replay
 // of b at the current head).
 func CreateFrom(ctx context.Context, st store.Store, b *layout.Binding, bindingETag string, res *Result, dryRun bool) (*CreateResult, error) {

@@ -641,19 +641,36 @@ func replayTail(ctx context.Context, st store.Store, lister *Objects, part *stat
 		at = func(int64) {}
 	}
 	at(part.NextOffset)
-	seals, digests, sealed, err := sealsAfter(ctx, st, lister, lastGen)
+	seals, digests, sealed, nexts, err := sealsAfter(ctx, st, lister, lastGen)
 	if err != nil {
 		return err
+	}
+	// rolled: the generation whose next_segment_base opened the segment
+	// the next batch goes to (-1: none); the batch is checked against it.
+	rolled := int64(-1)
+	seal := func(gen, end int64) error {
+		if err := part.Seal(gen, end); err != nil {
+			return err
+		}
+		sources[gen] = digests[gen]
+		delete(seals, end)
+		// Kafka's next segment starts at the base the generation records
+		// (an imported .log file's name), not at its first batch.
+		if next, ok := nexts[gen]; ok {
+			if err := part.Roll(next); err != nil {
+				return fmt.Errorf("generation %d: next_segment_base %d: %w", gen, next, err)
+			}
+			rolled = gen
+		}
+		return nil
 	}
 	// A segment may have been sealed exactly at the hydrated anchor after
 	// the checkpoint was made: the broker publishes the generation when it
 	// rolls, which is after the last append to the segment.
 	if gen, ok := seals[part.NextOffset]; ok {
-		if err := part.Seal(gen, part.NextOffset); err != nil {
+		if err := seal(gen, part.NextOffset); err != nil {
 			return err
 		}
-		sources[gen] = digests[gen]
-		delete(seals, part.NextOffset)
 		ts.changed = true
 	}
 	if part.NextOffset >= head {
@@ -681,7 +698,14 @@ func replayTail(ctx context.Context, st store.Store, lister *Objects, part *stat
 		ts.Bytes += int64(len(data))
 		if err := stream.ScanObject(o, data, true, func(bt stream.Batch) error {
 			ts.Batches++
-			return ApplyBatch(part, bt)
+			if err := ApplyBatch(part, bt); err != nil {
+				if rolled >= 0 {
+					return fmt.Errorf("object %s: the segment generation %d says starts at %d (next_segment_base): %w", o.Key, rolled, nexts[rolled], err)
+				}
+				return err
+			}
+			rolled = -1
+			return nil
 		}); err != nil {
 			return err
 		}
@@ -694,11 +718,9 @@ func replayTail(ctx context.Context, st store.Store, lister *Objects, part *stat
 			}
 		}
 		if gen, ok := seals[o.End]; ok {
-			if err := part.Seal(gen, o.End); err != nil {
+			if err := seal(gen, o.End); err != nil {
 				return err
 			}
-			sources[gen] = digests[gen]
-			delete(seals, o.End)
 		}
 		at(o.End)
 		return nil
@@ -721,9 +743,10 @@ type sealedRef struct {
 }
 
 // sealsAfter maps the end offset of every COMMITTED generation newer than
-// lastGen to its number (and the number to its manifest digest), and every
-// object those generations list to its manifest entry.
-func sealsAfter(ctx context.Context, st store.Store, lister *Objects, lastGen int64) (map[int64]int64, map[int64]string, map[string]sealedRef, error) {
+// lastGen to its number (and the number to its manifest digest, and to its
+// next_segment_base when it records one), and every object those
+// generations list to its manifest entry.
+func sealsAfter(ctx context.Context, st store.Store, lister *Objects, lastGen int64) (map[int64]int64, map[int64]string, map[string]sealedRef, map[int64]int64, error) {
 	// Only the generations after lastGen: a listing that starts there.
 	sid := lister.sid
 	after := ""
@@ -732,14 +755,14 @@ func sealsAfter(ctx context.Context, st store.Store, lister *Objects, lastGen in
 	}
 	infos, err := lister.GenerationsAfter(after)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("list generations: %w", err)
+		return nil, nil, nil, nil, fmt.Errorf("list generations: %w", err)
 	}
-	out, digests, sealed := map[int64]int64{}, map[int64]string{}, map[string]sealedRef{}
+	out, digests, sealed, nexts := map[int64]int64{}, map[int64]string{}, map[string]sealedRef{}, map[int64]int64{}
 	var gens []int64
 	for _, in := range infos {
 		n, err := layout.ParseGenerationKey(in.Key)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		if n > lastGen {
 			gens = append(gens, n)
@@ -757,22 +780,25 @@ func sealsAfter(ctx context.Context, st store.Store, lister *Objects, lastGen in
 		return loaded{g, sum, err}, nil
 	})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	for _, l := range got {
 		if l.err != nil {
-			return nil, nil, nil, l.err
+			return nil, nil, nil, nil, l.err
 		}
 		g, sum := l.g, l.sum
 		if g.Kind == layout.KindCommitted {
 			out[g.End] = g.Gen
 			digests[g.Gen] = sum
+			if g.NextSegmentBase != nil {
+				nexts[g.Gen] = *g.NextSegmentBase
+			}
 			for _, ob := range g.Objects {
 				sealed[ob.Key] = sealedRef{ob, g.Gen}
 			}
 		}
 	}
-	return out, digests, sealed, nil
+	return out, digests, sealed, nexts, nil
 }
 
 // ApplyBatch feeds one stored batch to the state, decoding the marker of a

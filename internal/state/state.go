@@ -200,6 +200,12 @@ func (p *Partition) Apply(h kafka.BatchHeader, size int64, marker Marker, pos Po
 	if h.BaseOffset < p.NextOffset {
 		return fmt.Errorf("%w: batch at %d, log already at %d", ErrOutOfOrder, h.BaseOffset, p.NextOffset)
 	}
+	if n := len(p.Segments); n > 0 && p.Segments[n-1].Open() && h.BaseOffset < p.Segments[n-1].Base {
+		// Only a segment Roll opened can start above the log end: its
+		// recorded base (a manifest's next_segment_base) must not lie
+		// above its first batch.
+		return fmt.Errorf("%w: batch at %d lies below %d, where its segment was rolled (the sealed segment before it records the next segment's base there)", kafka.ErrCorrupt, h.BaseOffset, p.Segments[n-1].Base)
+	}
 	p.applySegment(h, size, pos)
 	p.applyEpoch(h)
 	if h.ProducerID >= 0 {
@@ -367,6 +373,27 @@ func (p *Partition) Seal(gen, end int64) error {
 	return nil
 }
 
+// Roll opens an empty segment at base, where Kafka rolled it: a segment's
+// base offset is its .log file's name (LocalLog.roll creates the segment
+// at its base offset before anything is appended to it; the log cleaner
+// keeps the group's first base, LogCleaner.cleanSegments'
+// segments.head.baseOffset, when it removes the first batches), which an
+// imported segment's first batch may lie above. Without a Roll the next
+// segment starts at its first batch (applySegment). base must lie at or
+// above the log end, with no segment open; the first batch applied after
+// it must not lie below it (Apply). Callers roll right after the Seal of
+// a generation that records a next_segment_base.
+func (p *Partition) Roll(base int64) error {
+	if n := len(p.Segments); n > 0 && p.Segments[n-1].Open() {
+		return fmt.Errorf("%w: roll a segment at %d: the segment at %d is still open", kafka.ErrCorrupt, base, p.Segments[n-1].Base)
+	}
+	if base < p.NextOffset {
+		return fmt.Errorf("%w: roll a segment at %d: below the log end %d", kafka.ErrCorrupt, base, p.NextOffset)
+	}
+	p.Segments = append(p.Segments, Segment{Base: base, End: -1, MaxTimestamp: NoTimestamp, OffsetOfMax: -1, Gen: -1})
+	return nil
+}
+
 // appendFinalTimeIndexEntry is LogSegment.onBecomeInactiveSegment: a
 // rolled segment appends its max timestamp and that timestamp's offset to
 // the time index (TimeIndex.maybeAppend: only when above the last entry's
@@ -474,4 +501,45 @@ func (p *Partition) Clone() *Partition {
 		q.Segments[i] = s
 	}
 	return q
+}
+
+// OldRuleSegmentBases explains a difference between old, a state hydrated
+// from a checkpoint whose segment bases were derived before the segment
+// base rule (a build that started every segment after an offset gap at the
+// previous segment's end), and cur, today's derivation of the same log (a
+// full replay: a segment starts at its first batch, or where its Kafka
+// .log file's name puts it, Roll). It returns cur's bases of the segments
+// that differ, ascending, and true when the two states are equal once
+// those bases are moved, each from the previous segment's end (or, for the
+// first segment, whose predecessor a trim dropped, from below) up to
+// cur's, within the segment. Any other difference, or none, is false: a
+// mismatch it does not explain. The checkpoint's bases cannot be derived
+// without reading the first batch of every segment it holds, so hydration
+// keeps them: a log start they give lies below Kafka's by offsets that
+// hold no record, never above (docs/kafka-retention-rules.md R4).
+func OldRuleSegmentBases(old, cur *Partition) ([]int64, bool) {
+	if len(old.Segments) != len(cur.Segments) {
+		return nil, false
+	}
+	var moved []int64
+	fixed := old.Clone()
+	for i := range old.Segments {
+		o, c := old.Segments[i], cur.Segments[i]
+		if o.Base == c.Base {
+			continue
+		}
+		end := c.End
+		if c.Open() {
+			end = cur.NextOffset
+		}
+		if o.Base > c.Base || c.Base > end || (i > 0 && o.Base != old.Segments[i-1].End) {
+			return nil, false
+		}
+		fixed.Segments[i].Base = c.Base
+		moved = append(moved, c.Base)
+	}
+	if len(moved) == 0 || Digest(fixed) != Digest(cur) {
+		return nil, false
+	}
+	return moved, true
 }

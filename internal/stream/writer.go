@@ -223,6 +223,17 @@ func (w *Writer) shouldRoll(size, maxTs int64) bool {
 
 // Roll seals the open segment as a COMMITTED generation (no-op when empty).
 func (w *Writer) Roll(ctx context.Context) error {
+	return w.RollAt(ctx, -1)
+}
+
+// RollAt is Roll that also records where the next segment starts
+// (the manifest's next_segment_base) when next >= 0: import passes the
+// next .log file's name when that file's first batch lies above it, the
+// base Kafka gave that segment (docs/kafka-retention-rules.md R4). A
+// broker's rolls pass nothing: its next segment starts at its first
+// batch. next must lie at or above the head; the caller checks that it
+// does not lie above the next segment's first batch.
+func (w *Writer) RollAt(ctx context.Context, next int64) error {
 	if len(w.segObjs) == 0 {
 		return nil
 	}
@@ -230,6 +241,9 @@ func (w *Writer) Roll(ctx context.Context) error {
 		StreamID: w.sid, Kind: layout.KindCommitted,
 		Base: w.segBase, End: w.head.Head, Objects: w.segObjs, Sources: []layout.SourceRef{},
 		MaxTimestamp: w.segMaxTs, CreatedMs: w.NowMs(),
+	}
+	if next >= 0 {
+		g.NextSegmentBase = &next
 	}
 	// The first object may start above the segment base after a trim or a
 	// gap; the manifest covers the objects it lists.

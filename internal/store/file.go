@@ -91,6 +91,10 @@ type File struct {
 	// opens counts the objects opened for reading (tests: one open per
 	// object on the one-step read).
 	opens atomic.Int64
+	// listStats counts the entries a listing stat'ed, and digestBytes the
+	// bytes hashed for digests (tests: ListKeys stats no object,
+	// GetSizedInto hashes nothing).
+	listStats, digestBytes atomic.Int64
 }
 
 var (
@@ -166,7 +170,9 @@ func fileKey(key string) error {
 	if err := ValidateKey(key); err != nil {
 		return err
 	}
-	for _, seg := range strings.Split(key, "/") {
+	for rest, more := key, true; more; {
+		var seg string
+		seg, rest, more = strings.Cut(rest, "/")
 		if len(seg) > maxSegment {
 			return fmt.Errorf("%w %q: segment longer than %d bytes (file:// limit)", ErrInvalidKey, printable(key), maxSegment)
 		}
@@ -598,10 +604,22 @@ func (f *File) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 	return f.ListAfter(ctx, prefix, "")
 }
 
-// dirEntry is a listed name and how to stat it.
+// ListKeys lists the keys with prefix without their sizes and times
+// (KeyLister): each folder's entries are read with their types, and only
+// a symlink, or an entry the file system gives no type for, is stat'ed.
+// A listing with sizes stats every entry, a system call and a name lookup
+// each.
+func (f *File) ListKeys(ctx context.Context, prefix string) ([]ObjectInfo, error) {
+	return f.list(ctx, prefix, "", false)
+}
+
+// dirEntry is a listed name, its type when the folder read gave it
+// (typed), and how to stat it.
 type dirEntry struct {
-	name string
-	info func() (fs.FileInfo, error)
+	name  string
+	typ   fs.FileMode
+	typed bool
+	info  func() (fs.FileInfo, error)
 }
 
 // ListAfter lists the keys with prefix that sort after startAfter. It reads
@@ -609,6 +627,12 @@ type dirEntry struct {
 // into), so listing the tail of a stream of thousands of objects costs
 // little more than its length.
 func (f *File) ListAfter(ctx context.Context, prefix, startAfter string) ([]ObjectInfo, error) {
+	return f.list(ctx, prefix, startAfter, true)
+}
+
+// list is ListAfter (sizes) or ListKeys (!sizes: startAfter is "", and
+// the infos have Size -1 and no time).
+func (f *File) list(ctx context.Context, prefix, startAfter string, sizes bool) ([]ObjectInfo, error) {
 	if err := ValidatePrefix(prefix); err != nil {
 		return nil, err
 	}
@@ -623,7 +647,13 @@ func (f *File) ListAfter(ctx context.Context, prefix, startAfter string) ([]Obje
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		d, err := f.root.Open(dir)
+		var d *os.File
+		var err error
+		if sizes {
+			d, err = f.root.Open(dir)
+		} else {
+			d, err = f.openDirTyped(dir)
+		}
 		if err != nil {
 			if dir == start && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) {
 				return nil
@@ -636,13 +666,39 @@ func (f *File) ListAfter(ctx context.Context, prefix, startAfter string) ([]Obje
 			}
 			return err
 		}
-		// A whole listing stats every entry relative to the open folder
-		// (ReadDir: one cheap syscall each where the file system gives no
-		// type); a listing after a key reads names only and stats just the
-		// entries past it.
+		pathOf := func(n string) string {
+			if dir == "." {
+				return n
+			}
+			return dir + "/" + n
+		}
+		// A whole listing with sizes stats every entry relative to the
+		// open folder (ReadDir on a folder opened through the root: one
+		// fstatat each); a listing after a key reads names only and stats
+		// just the entries past it; a listing of keys reads the entries'
+		// types (openDirTyped) and stats only what they do not settle,
+		// through the root.
 		var ents []dirEntry
-		if startAfter == "" {
+		switch {
+		case !sizes:
 			des, err := d.ReadDir(-1)
+			d.Close()
+			if err != nil {
+				if errors.Is(err, syscall.ENOTDIR) && dir == start {
+					return nil
+				}
+				return err
+			}
+			ents = make([]dirEntry, 0, len(des))
+			for _, de := range des {
+				p := pathOf(de.Name())
+				// Never de.Info: on this handle it would stat by a path
+				// outside the root's checks.
+				ents = append(ents, dirEntry{name: de.Name(), typ: de.Type(), typed: true, info: func() (fs.FileInfo, error) { return f.lstat(p) }})
+			}
+		case startAfter == "":
+			des, err := d.ReadDir(-1)
+			f.listStats.Add(int64(len(des))) // ReadDir stats each (root)
 			if err == nil {
 				for _, de := range des {
 					ents = append(ents, dirEntry{name: de.Name(), info: de.Info})
@@ -655,7 +711,7 @@ func (f *File) ListAfter(ctx context.Context, prefix, startAfter string) ([]Obje
 				}
 				return err
 			}
-		} else {
+		default:
 			names, err := d.Readdirnames(-1)
 			d.Close()
 			if err != nil {
@@ -665,17 +721,14 @@ func (f *File) ListAfter(ctx context.Context, prefix, startAfter string) ([]Obje
 				return err
 			}
 			for _, n := range names {
-				p := n
-				if dir != "." {
-					p = dir + "/" + n
-				}
+				p := pathOf(n)
 				// Drop what sorts before startAfter (with all under it)
 				// before sorting: a tail listing of a big folder sorts
 				// only its tail.
 				if p <= startAfter && p+"/" < startAfter && !strings.HasPrefix(startAfter, p+"/") {
 					continue
 				}
-				ents = append(ents, dirEntry{name: n, info: func() (fs.FileInfo, error) { return f.root.Lstat(p) }})
+				ents = append(ents, dirEntry{name: n, info: func() (fs.FileInfo, error) { return f.lstat(p) }})
 			}
 		}
 		sort.Slice(ents, func(i, j int) bool { return ents[i].name < ents[j].name })
@@ -684,16 +737,29 @@ func (f *File) ListAfter(ctx context.Context, prefix, startAfter string) ([]Obje
 			if strings.HasPrefix(name, reservedPrefix) {
 				continue
 			}
-			p := name
-			if dir != "." {
-				p = dir + "/" + name
-			}
+			p := pathOf(name)
 			// Nothing at or under p can match: skip it without a stat.
 			if !strings.HasPrefix(p+"/", prefix) && !strings.HasPrefix(prefix, p+"/") && !strings.HasPrefix(p, prefix) {
 				continue
 			}
 			if startAfter != "" && p <= startAfter && p+"/" < startAfter && !strings.HasPrefix(startAfter, p+"/") {
 				continue
+			}
+			if ent.typed {
+				switch {
+				case ent.typ.IsRegular():
+					if strings.HasPrefix(p, prefix) && fileKey(p) == nil {
+						out = append(out, ObjectInfo{Key: p, Size: -1})
+					}
+					continue
+				case ent.typ.IsDir():
+					if err := walk(p); err != nil {
+						return err
+					}
+					continue
+				case ent.typ&fs.ModeSymlink == 0:
+					continue // a device, pipe or socket: no object
+				}
 			}
 			fi, err := ent.info()
 			if err != nil {
@@ -720,6 +786,10 @@ func (f *File) ListAfter(ctx context.Context, prefix, startAfter string) ([]Obje
 			if !fi.Mode().IsRegular() || !strings.HasPrefix(p, prefix) || fileKey(p) != nil || (startAfter != "" && p <= startAfter) {
 				continue
 			}
+			if !sizes {
+				out = append(out, ObjectInfo{Key: p, Size: -1})
+				continue
+			}
 			out = append(out, ObjectInfo{Key: p, Size: fi.Size(), Modified: fi.ModTime()})
 			fis[p] = fi
 		}
@@ -729,6 +799,9 @@ func (f *File) ListAfter(ctx context.Context, prefix, startAfter string) ([]Obje
 		return nil, fmt.Errorf("list %q in %s: %w", prefix, f, err)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	if !sizes {
+		return out, nil
+	}
 	// The ETag and SHA-256 come only from the in-memory digest cache, so a
 	// listing opens no file. Callers that need an object's ETag ask Head,
 	// as the Store contract says.
@@ -743,6 +816,12 @@ func (f *File) ListAfter(ctx context.Context, prefix, startAfter string) ([]Obje
 	}
 	f.mu.Unlock()
 	return out, nil
+}
+
+// lstat is the store root's Lstat of p, counted (listStats).
+func (f *File) lstat(p string) (fs.FileInfo, error) {
+	f.listStats.Add(1)
+	return f.root.Lstat(p)
 }
 
 // digest is an object's hex MD5 (ETag) and hex SHA-256.
@@ -781,6 +860,7 @@ func (f *File) digests(key string, fh *os.File, fi fs.FileInfo) (digest, error) 
 			return e.d, nil
 		}
 	}
+	f.digestBytes.Add(fi.Size())
 	mh, sh := md5.New(), sha256.New()
 	if _, err := io.Copy(io.MultiWriter(mh, sh), io.NewSectionReader(fh, 0, fi.Size())); err != nil {
 		return digest{}, fmt.Errorf("hash: %w", err)

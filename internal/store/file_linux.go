@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 	"syscall"
@@ -174,11 +175,13 @@ const hashInlineMax = 64 << 10
 
 // readInfoInFolder reads the whole of key into buf[:0] (grown when too
 // small) with its info as Head reports it, opening it once: openFD,
-// fstat, pread, close. The digests come from memory when remembered for
-// this version of the file, else from the bytes just read (small objects)
-// or the digest attribute (large ones), else from the bytes. ok is false
-// on any failure, for the general path to decide.
-func (f *File) readInfoInFolder(key string, buf []byte) ([]byte, ObjectInfo, bool) {
+// fstat, pread, close. With digests, they come from memory when
+// remembered for this version of the file, else from the bytes just read
+// (small objects) or the digest attribute (large ones), else from the
+// bytes; without (GetSizedInto: the caller hashes the bytes itself), the
+// info has no ETag and no SHA-256 and nothing is hashed. ok is false on
+// any failure, for the general path to decide.
+func (f *File) readInfoInFolder(key string, buf []byte, digests bool) ([]byte, ObjectInfo, bool) {
 	fd, ok := f.openFD(key)
 	if !ok {
 		return nil, ObjectInfo{}, false
@@ -193,15 +196,19 @@ func (f *File) readInfoInFolder(key string, buf []byte) ([]byte, ObjectInfo, boo
 	fresh := func(e digestEntry) bool {
 		return e.id == id && e.size == st.Size && e.mtime == mtime.UnixNano() && e.recorded-e.mtime > int64(racyWindow)
 	}
-	f.mu.Lock()
-	e, known := f.cache[key]
-	f.mu.Unlock()
-	known = known && fresh(e)
-	if !known && st.Size > hashInlineMax {
-		if e, known = readDigestAttrFD(fd); known {
-			e.id = id
-			if known = fresh(e); known {
-				f.store(key, e)
+	var e digestEntry
+	known := !digests
+	if digests {
+		f.mu.Lock()
+		e, known = f.cache[key]
+		f.mu.Unlock()
+		known = known && fresh(e)
+		if !known && st.Size > hashInlineMax {
+			if e, known = readDigestAttrFD(fd); known {
+				e.id = id
+				if known = fresh(e); known {
+					f.store(key, e)
+				}
 			}
 		}
 	}
@@ -223,10 +230,42 @@ func (f *File) readInfoInFolder(key string, buf []byte) ([]byte, ObjectInfo, boo
 		// The digests of the bytes returned. Remembered only for a file
 		// older than the racy window (fresh): one edited while it was
 		// read has a newer mtime, which no later lookup matches.
+		f.digestBytes.Add(st.Size)
 		e = digestEntry{id: id, size: st.Size, mtime: mtime.UnixNano(), recorded: time.Now().UnixNano(), d: digest{md5: ETagOf(buf), sha: SHA256Of(buf)}}
 		if fresh(e) {
 			f.store(key, e)
 		}
 	}
 	return buf, ObjectInfo{Key: key, Size: st.Size, ETag: e.d.md5, SHA256: e.d.sha, Modified: mtime}, true
+}
+
+// openDirTyped opens folder dir through the store root for a listing that
+// needs its entries' types but not their sizes (ListKeys). ReadDir on a
+// folder opened through an os.Root stats every entry it reads; on a
+// duplicate of its descriptor, a plain folder to ReadDir, the types are
+// the ones the folder read returns (getdents' d_type), and only an entry
+// of unknown type is stat'ed (fstatat relative to the folder, no symlink
+// followed). The caller must not call Info on its entries: that stats by
+// path, outside the root's checks.
+func (f *File) openDirTyped(dir string) (*os.File, error) {
+	d, err := f.root.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	rc, err := d.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	nfd := -1
+	cerr := rc.Control(func(fd uintptr) {
+		nfd, err = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
+	})
+	if cerr != nil {
+		return nil, cerr
+	}
+	if err != nil {
+		return nil, &fs.PathError{Op: "dup", Path: dir, Err: err}
+	}
+	return os.NewFile(uintptr(nfd), path.Join(f.dir, dir)), nil
 }

@@ -29,6 +29,10 @@ func (f *File) openInFolder(string) (*os.File, bool) { return nil, false }
 func (f *File) readInFolder(string, *Range, []byte) ([]byte, bool) { return nil, false }
 
 // readInfoInFolder has no fast path here.
-func (f *File) readInfoInFolder(string, []byte) ([]byte, ObjectInfo, bool) {
+func (f *File) readInfoInFolder(string, []byte, bool) ([]byte, ObjectInfo, bool) {
 	return nil, ObjectInfo{}, false
 }
+
+// openDirTyped opens dir through the store root (its ReadDir stats every
+// entry here: the types are right, the stats not saved).
+func (f *File) openDirTyped(dir string) (*os.File, error) { return f.root.Open(dir) }

@@ -238,7 +238,11 @@ func ValidateKey(key string) error {
 			return bad("control character")
 		}
 	}
-	for _, seg := range strings.Split(key, "/") {
+	// Segment by segment without splitting (no allocation: every store
+	// call validates its key).
+	for rest, more := key, true; more; {
+		var seg string
+		seg, rest, more = strings.Cut(rest, "/")
 		switch seg {
 		case "":
 			return bad("empty path segment")

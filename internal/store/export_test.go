@@ -28,3 +28,9 @@ func SetMaxDirsCached(n int) func() {
 
 // Opens is how many times f opened an object for reading.
 func Opens(f *File) int64 { return f.opens.Load() }
+
+// ListStats is how many entries f's listings stat'ed.
+func ListStats(f *File) int64 { return f.listStats.Load() }
+
+// DigestBytes is how many bytes f hashed for the digests of its infos.
+func DigestBytes(f *File) int64 { return f.digestBytes.Load() }

@@ -34,3 +34,11 @@ func ListStats(f *File) int64 { return f.listStats.Load() }
 
 // DigestBytes is how many bytes f hashed for the digests of its infos.
 func DigestBytes(f *File) int64 { return f.digestBytes.Load() }
+
+// SetDirentTypesUnknown makes ListKeys take every folder entry as one of
+// unknown type, and returns a func restoring it.
+func SetDirentTypesUnknown(v bool) func() {
+	old := direntTypesUnknown
+	direntTypesUnknown = v
+	return func() { direntTypesUnknown = old }
+}

@@ -13,7 +13,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -111,6 +111,11 @@ const (
 	racyWindow      = time.Second
 	maxDigestCached = 1 << 14
 )
+
+// direntTypesUnknown makes a typed folder read (ListKeys) take every
+// entry as one the file system gives no type for (tests: the stat
+// fallback of file systems without d_type).
+var direntTypesUnknown = false
 
 // maxDirsCached bounds the folder handles a File keeps open (a variable
 // for the tests, which churn through the cache).
@@ -614,12 +619,81 @@ func (f *File) ListKeys(ctx context.Context, prefix string) ([]ObjectInfo, error
 }
 
 // dirEntry is a listed name, its type when the folder read gave it
-// (typed), and how to stat it.
+// (typed), and its entry from a ReadDir that stat'ed it (de), if any.
 type dirEntry struct {
 	name  string
 	typ   fs.FileMode
 	typed bool
-	info  func() (fs.FileInfo, error)
+	de    fs.DirEntry
+}
+
+// info stats the entry, at p: from the ReadDir that did, else through
+// the store root (never DirEntry.Info of a folder not opened through the
+// root: that stats by a path outside the root's checks).
+func (e dirEntry) info(f *File, p string) (fs.FileInfo, error) {
+	if e.de != nil {
+		return e.de.Info()
+	}
+	return f.lstat(p)
+}
+
+// readDirNames reads folder dir through the store root for a listing
+// with sizes: every entry stat'ed (ReadDir) for a whole listing, names
+// only after startAfter (the entries at or under what sorts before it
+// dropped before anything is stat'ed).
+func (f *File) readDirNames(dir, startAfter string) ([]dirEntry, error) {
+	d, err := f.root.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	var ents []dirEntry
+	if startAfter == "" {
+		des, err := d.ReadDir(-1)
+		f.listStats.Add(int64(len(des))) // ReadDir stats each (root)
+		if err != nil {
+			return nil, err
+		}
+		ents = make([]dirEntry, len(des))
+		for i, de := range des {
+			ents[i] = dirEntry{name: de.Name(), de: de}
+		}
+		return ents, nil
+	}
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		p := n
+		if dir != "." {
+			p = dir + "/" + n
+		}
+		// Drop what sorts before startAfter (with all under it) before
+		// sorting: a tail listing of a big folder sorts only its tail.
+		if p <= startAfter && p+"/" < startAfter && !strings.HasPrefix(startAfter, p+"/") {
+			continue
+		}
+		ents = append(ents, dirEntry{name: n})
+	}
+	return ents, nil
+}
+
+// slashHasPrefix reports strings.HasPrefix(p+"/", prefix) without making
+// p+"/".
+func slashHasPrefix(p, prefix string) bool {
+	switch {
+	case len(prefix) <= len(p):
+		return p[:len(prefix)] == prefix
+	case len(prefix) == len(p)+1:
+		return prefix[len(p)] == '/' && prefix[:len(p)] == p
+	}
+	return false
+}
+
+// hasPrefixSlash reports strings.HasPrefix(s, p+"/") without making p+"/".
+func hasPrefixSlash(s, p string) bool {
+	return len(s) > len(p) && s[len(p)] == '/' && s[:len(p)] == p
 }
 
 // ListAfter lists the keys with prefix that sort after startAfter. It reads
@@ -647,12 +721,18 @@ func (f *File) list(ctx context.Context, prefix, startAfter string, sizes bool) 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		var d *os.File
+		// A whole listing with sizes stats every entry relative to the
+		// open folder (ReadDir on a folder opened through the root: one
+		// fstatat each); a listing after a key reads names only and stats
+		// just the entries past it; a listing of keys reads the entries'
+		// types (readDirTyped) and stats only what they do not settle,
+		// through the root.
+		var ents []dirEntry
 		var err error
-		if sizes {
-			d, err = f.root.Open(dir)
+		if !sizes {
+			ents, err = f.readDirTyped(dir)
 		} else {
-			d, err = f.openDirTyped(dir)
+			ents, err = f.readDirNames(dir, startAfter)
 		}
 		if err != nil {
 			if dir == start && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) {
@@ -672,66 +752,7 @@ func (f *File) list(ctx context.Context, prefix, startAfter string, sizes bool) 
 			}
 			return dir + "/" + n
 		}
-		// A whole listing with sizes stats every entry relative to the
-		// open folder (ReadDir on a folder opened through the root: one
-		// fstatat each); a listing after a key reads names only and stats
-		// just the entries past it; a listing of keys reads the entries'
-		// types (openDirTyped) and stats only what they do not settle,
-		// through the root.
-		var ents []dirEntry
-		switch {
-		case !sizes:
-			des, err := d.ReadDir(-1)
-			d.Close()
-			if err != nil {
-				if errors.Is(err, syscall.ENOTDIR) && dir == start {
-					return nil
-				}
-				return err
-			}
-			ents = make([]dirEntry, 0, len(des))
-			for _, de := range des {
-				p := pathOf(de.Name())
-				// Never de.Info: on this handle it would stat by a path
-				// outside the root's checks.
-				ents = append(ents, dirEntry{name: de.Name(), typ: de.Type(), typed: true, info: func() (fs.FileInfo, error) { return f.lstat(p) }})
-			}
-		case startAfter == "":
-			des, err := d.ReadDir(-1)
-			f.listStats.Add(int64(len(des))) // ReadDir stats each (root)
-			if err == nil {
-				for _, de := range des {
-					ents = append(ents, dirEntry{name: de.Name(), info: de.Info})
-				}
-			}
-			d.Close()
-			if err != nil {
-				if errors.Is(err, syscall.ENOTDIR) && dir == start {
-					return nil
-				}
-				return err
-			}
-		default:
-			names, err := d.Readdirnames(-1)
-			d.Close()
-			if err != nil {
-				if errors.Is(err, syscall.ENOTDIR) && dir == start {
-					return nil
-				}
-				return err
-			}
-			for _, n := range names {
-				p := pathOf(n)
-				// Drop what sorts before startAfter (with all under it)
-				// before sorting: a tail listing of a big folder sorts
-				// only its tail.
-				if p <= startAfter && p+"/" < startAfter && !strings.HasPrefix(startAfter, p+"/") {
-					continue
-				}
-				ents = append(ents, dirEntry{name: n, info: func() (fs.FileInfo, error) { return f.lstat(p) }})
-			}
-		}
-		sort.Slice(ents, func(i, j int) bool { return ents[i].name < ents[j].name })
+		slices.SortFunc(ents, func(a, b dirEntry) int { return strings.Compare(a.name, b.name) })
 		for _, ent := range ents {
 			name := ent.name
 			if strings.HasPrefix(name, reservedPrefix) {
@@ -739,7 +760,7 @@ func (f *File) list(ctx context.Context, prefix, startAfter string, sizes bool) 
 			}
 			p := pathOf(name)
 			// Nothing at or under p can match: skip it without a stat.
-			if !strings.HasPrefix(p+"/", prefix) && !strings.HasPrefix(prefix, p+"/") && !strings.HasPrefix(p, prefix) {
+			if !slashHasPrefix(p, prefix) && !hasPrefixSlash(prefix, p) {
 				continue
 			}
 			if startAfter != "" && p <= startAfter && p+"/" < startAfter && !strings.HasPrefix(startAfter, p+"/") {
@@ -761,7 +782,7 @@ func (f *File) list(ctx context.Context, prefix, startAfter string, sizes bool) 
 					continue // a device, pipe or socket: no object
 				}
 			}
-			fi, err := ent.info()
+			fi, err := ent.info(f, p)
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					continue
@@ -798,7 +819,7 @@ func (f *File) list(ctx context.Context, prefix, startAfter string, sizes bool) 
 	if err := walk(start); err != nil {
 		return nil, fmt.Errorf("list %q in %s: %w", prefix, f, err)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	slices.SortFunc(out, func(a, b ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
 	if !sizes {
 		return out, nil
 	}

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -60,9 +59,7 @@ func TestFileListKeysStatsNoObject(t *testing.T) {
 	must(os.Symlink("nowhere", filepath.Join(dir, "streams", "s0", "dangling")))
 	must(os.WriteFile(filepath.Join(dir, "streams", "s1", "objects", ".nereus-tmp-0123"), []byte("partial"), 0o644))
 	must(os.MkdirAll(filepath.Join(dir, "streams", "empty", "objects"), 0o755))
-	if runtime.GOOS != "windows" {
-		must(syscall.Mkfifo(filepath.Join(dir, "streams", "s0", "pipe"), 0o644))
-	}
+	must(mkfifo(filepath.Join(dir, "streams", "s0", "pipe")))
 
 	for _, prefix := range []string{"", "streams/", "streams/s1/objects/", "streams/s1/objects/0000000000000000001", "streams/s0/", "streams/s2/l", "bindings/t/0.json", "to", "nothing/"} {
 		want, err := f.List(ctx, prefix)
@@ -99,6 +96,23 @@ func TestFileListKeysStatsNoObject(t *testing.T) {
 			if n := store.ListStats(f) - before; n < int64(len(objects)) {
 				t.Fatalf("List stat'ed %d entries, fewer than its %d objects: the contrast this test relies on is gone", n, len(objects))
 			}
+		}
+	}
+
+	// On a file system that gives no entry types (d_type unknown), every
+	// entry is stat'ed, relative to its folder, and the keys are the same.
+	if runtime.GOOS == "linux" {
+		restore := store.SetDirentTypesUnknown(true)
+		want, _ := f.List(ctx, "")
+		before := store.ListStats(f)
+		got, err := f.ListKeys(ctx, "")
+		stats := store.ListStats(f) - before
+		restore()
+		if err != nil || strings.Join(keysOf(got), "\n") != strings.Join(keysOf(want), "\n") {
+			t.Fatalf("without entry types: %v, keys\n%s\nwant\n%s", err, strings.Join(keysOf(got), "\n"), strings.Join(keysOf(want), "\n"))
+		}
+		if stats < int64(len(objects)) {
+			t.Fatalf("without entry types %d entries stat'ed, fewer than the %d objects", stats, len(objects))
 		}
 	}
 

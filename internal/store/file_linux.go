@@ -3,11 +3,12 @@
 package store
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"strconv"
 	"strings"
 	"syscall"
@@ -239,15 +240,13 @@ func (f *File) readInfoInFolder(key string, buf []byte, digests bool) ([]byte, O
 	return buf, ObjectInfo{Key: key, Size: st.Size, ETag: e.d.md5, SHA256: e.d.sha, Modified: mtime}, true
 }
 
-// openDirTyped opens folder dir through the store root for a listing that
-// needs its entries' types but not their sizes (ListKeys). ReadDir on a
-// folder opened through an os.Root stats every entry it reads; on a
-// duplicate of its descriptor, a plain folder to ReadDir, the types are
-// the ones the folder read returns (getdents' d_type), and only an entry
-// of unknown type is stat'ed (fstatat relative to the folder, no symlink
-// followed). The caller must not call Info on its entries: that stats by
-// path, outside the root's checks.
-func (f *File) openDirTyped(dir string) (*os.File, error) {
+// readDirTyped reads folder dir, opened through the store root, for a
+// listing that needs its entries' types but not their sizes (ListKeys):
+// getdents64 on the folder's descriptor, the type of each entry from its
+// d_type, and only an entry the file system gives no type for stat'ed
+// (fstatat relative to the folder, no symlink followed). ReadDir on a
+// folder opened through an os.Root would stat every entry.
+func (f *File) readDirTyped(dir string) ([]dirEntry, error) {
 	d, err := f.root.Open(dir)
 	if err != nil {
 		return nil, err
@@ -257,15 +256,80 @@ func (f *File) openDirTyped(dir string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	nfd := -1
+	var ents []dirEntry
+	buf := make([]byte, 32<<10)
+	var derr error
 	cerr := rc.Control(func(fd uintptr) {
-		nfd, err = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0)
+		for {
+			n, err := unix.Getdents(int(fd), buf)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil {
+				derr = &fs.PathError{Op: "readdirent", Path: dir, Err: err}
+				return
+			}
+			if n <= 0 {
+				return
+			}
+			for b := buf[:n]; len(b) > 0; {
+				// struct linux_dirent64: ino u64, off s64, reclen u16,
+				// type u8, name (NUL-terminated, padded to reclen).
+				if len(b) < 19 {
+					derr = &fs.PathError{Op: "readdirent", Path: dir, Err: unix.EIO}
+					return
+				}
+				reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+				if reclen < 19 || reclen > len(b) {
+					derr = &fs.PathError{Op: "readdirent", Path: dir, Err: unix.EIO}
+					return
+				}
+				typ, name := b[18], b[19:reclen]
+				if i := bytes.IndexByte(name, 0); i >= 0 {
+					name = name[:i]
+				}
+				b = b[reclen:]
+				if len(name) == 0 || string(name) == "." || string(name) == ".." {
+					continue
+				}
+				e := dirEntry{name: string(name), typed: true}
+				if direntTypesUnknown {
+					typ = unix.DT_UNKNOWN
+				}
+				switch typ {
+				case unix.DT_REG:
+				case unix.DT_DIR:
+					e.typ = fs.ModeDir
+				case unix.DT_LNK:
+					e.typ = fs.ModeSymlink
+				case unix.DT_UNKNOWN:
+					var st unix.Stat_t
+					if err := unix.Fstatat(int(fd), e.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+						if errors.Is(err, unix.ENOENT) {
+							continue // removed while listing
+						}
+						derr = &fs.PathError{Op: "lstat", Path: dir + "/" + e.name, Err: err}
+						return
+					}
+					f.listStats.Add(1)
+					switch st.Mode & unix.S_IFMT {
+					case unix.S_IFREG:
+					case unix.S_IFDIR:
+						e.typ = fs.ModeDir
+					case unix.S_IFLNK:
+						e.typ = fs.ModeSymlink
+					default:
+						e.typ = fs.ModeIrregular
+					}
+				default:
+					e.typ = fs.ModeIrregular // a device, pipe or socket
+				}
+				ents = append(ents, e)
+			}
+		}
 	})
 	if cerr != nil {
 		return nil, cerr
 	}
-	if err != nil {
-		return nil, &fs.PathError{Op: "dup", Path: dir, Err: err}
-	}
-	return os.NewFile(uintptr(nfd), path.Join(f.dir, dir)), nil
+	return ents, derr
 }

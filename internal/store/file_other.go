@@ -33,6 +33,22 @@ func (f *File) readInfoInFolder(string, []byte, bool) ([]byte, ObjectInfo, bool)
 	return nil, ObjectInfo{}, false
 }
 
-// openDirTyped opens dir through the store root (its ReadDir stats every
-// entry here: the types are right, the stats not saved).
-func (f *File) openDirTyped(dir string) (*os.File, error) { return f.root.Open(dir) }
+// readDirTyped reads folder dir through the store root with its
+// entries' types (ReadDir stats every entry here: the types are right,
+// the stats not saved).
+func (f *File) readDirTyped(dir string) ([]dirEntry, error) {
+	d, err := f.root.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	des, err := d.ReadDir(-1)
+	if err != nil {
+		return nil, err
+	}
+	ents := make([]dirEntry, len(des))
+	for i, de := range des {
+		ents[i] = dirEntry{name: de.Name(), typ: de.Type(), typed: true}
+	}
+	return ents, nil
+}

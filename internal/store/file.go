@@ -753,6 +753,7 @@ func (f *File) list(ctx context.Context, prefix, startAfter string, sizes bool) 
 			return dir + "/" + n
 		}
 		slices.SortFunc(ents, func(a, b dirEntry) int { return strings.Compare(a.name, b.name) })
+		out = slices.Grow(out, len(ents))
 		for _, ent := range ents {
 			name := ent.name
 			if strings.HasPrefix(name, reservedPrefix) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -272,6 +273,8 @@ func (f *File) readDirTyped(dir string) ([]dirEntry, error) {
 			if n <= 0 {
 				return
 			}
+			ents = slices.Grow(ents, n/32) // about one entry per 32 bytes read
+
 			for b := buf[:n]; len(b) > 0; {
 				// struct linux_dirent64: ino u64, off s64, reclen u16,
 				// type u8, name (NUL-terminated, padded to reclen).

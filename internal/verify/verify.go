@@ -202,7 +202,7 @@ func Named(ctx context.Context, st store.Store, tp layout.TopicPartition, o Opti
 type target struct {
 	scope string
 	gen   int64
-	ref   layout.ObjectRef
+	ref   *layout.ObjectRef // in its generation's manifest, which outlives the check
 	ntc2  bool
 }
 
@@ -269,8 +269,8 @@ func Partition(ctx context.Context, st store.Store, b *layout.Binding, o Options
 			continue // below the trim: garbage for gc, not data
 		}
 		committed = append(committed, g)
-		for _, ref := range g.Objects {
-			targets = append(targets, target{scope: ScopeCommitted, gen: g.Gen, ref: ref})
+		for i := range g.Objects {
+			targets = append(targets, target{scope: ScopeCommitted, gen: g.Gen, ref: &g.Objects[i]})
 		}
 	}
 	for _, f := range committedGaps(committed, trim) {
@@ -542,8 +542,8 @@ func coverageTargets(ctx context.Context, st store.Store, b *layout.Binding, h *
 			continue
 		}
 		gens = append(gens, g)
-		for _, ref := range g.Objects {
-			ts = append(ts, target{scope: ScopeCoverage, gen: g.Gen, ref: ref, ntc2: true})
+		for i := range g.Objects {
+			ts = append(ts, target{scope: ScopeCoverage, gen: g.Gen, ref: &g.Objects[i], ntc2: true})
 		}
 	}
 	// Gap-free from the log start to the compacted end.

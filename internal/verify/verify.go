@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nereusctl/nereusctl/internal/kafka"
@@ -586,35 +587,50 @@ func checkObjects(ctx context.Context, st store.Store, ts []target, o Options, r
 		}
 		o.Total(n)
 	}
-	var mu sync.Mutex
-	var out []Finding
-	jobs := make(chan target)
-	var wg sync.WaitGroup
-	for i := 0; i < workers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var buf []byte // one read buffer per worker, reused object after object
-			for t := range jobs {
-				var fs []Finding
-				var hashed int64
-				fs, hashed, buf = checkObject(ctx, st, t, o, buf)
-				mu.Lock()
-				out = append(out, fs...)
-				rep.Objects++
-				rep.BytesHashed += hashed
-				mu.Unlock()
-				if o.Progress != nil && hashed > 0 {
-					o.Progress(hashed)
-				}
+	// Each worker takes the next target by index (no channel hand-off
+	// per object) and keeps its findings and counts until the end; one
+	// worker runs in this goroutine.
+	workers = min(workers, len(ts))
+	type tally struct {
+		fs      []Finding
+		objects int
+		hashed  int64
+	}
+	tallies := make([]tally, workers)
+	var next atomic.Int64
+	work := func(w *tally) {
+		var buf []byte // one read buffer per worker, reused object after object
+		for {
+			i := next.Add(1) - 1
+			if i >= int64(len(ts)) {
+				return
 			}
-		}()
+			var fs []Finding
+			var hashed int64
+			fs, hashed, buf = checkObject(ctx, st, ts[i], o, buf)
+			w.fs = append(w.fs, fs...)
+			w.objects++
+			w.hashed += hashed
+			if o.Progress != nil && hashed > 0 {
+				o.Progress(hashed)
+			}
+		}
 	}
-	for _, t := range ts {
-		jobs <- t
+	if workers == 1 {
+		work(&tallies[0])
+	} else {
+		var wg sync.WaitGroup
+		for i := range tallies {
+			wg.Go(func() { work(&tallies[i]) })
+		}
+		wg.Wait()
 	}
-	close(jobs)
-	wg.Wait()
+	var out []Finding
+	for _, w := range tallies {
+		out = append(out, w.fs...)
+		rep.Objects += w.objects
+		rep.BytesHashed += w.hashed
+	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Object != out[j].Object {
 			return out[i].Object < out[j].Object

@@ -61,7 +61,7 @@ func TestFileListKeysStatsNoObject(t *testing.T) {
 	must(os.MkdirAll(filepath.Join(dir, "streams", "empty", "objects"), 0o755))
 	must(mkfifo(filepath.Join(dir, "streams", "s0", "pipe")))
 
-	for _, prefix := range []string{"", "streams/", "streams/s1/objects/", "streams/s1/objects/0000000000000000001", "streams/s0/", "streams/s2/l", "bindings/t/0.json", "to", "nothing/"} {
+	for _, prefix := range []string{"", "streams/", "streams/s1/objects/", "streams/s1/objects/0000000000000000001", "streams/s0/", "streams/s2/l", "bindings/t/0.json", "to", "top/", "top/x", "nothing/"} {
 		want, err := f.List(ctx, prefix)
 		if err != nil {
 			t.Fatalf("list %q: %v", prefix, err)

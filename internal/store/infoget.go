@@ -82,6 +82,12 @@ func (f *File) GetInfoInto(ctx context.Context, key string, buf []byte) ([]byte,
 	if data, info, ok := f.readInfoInFolder(key, buf, true); ok {
 		return data, info, nil
 	}
+	return f.getInfoGeneral(key)
+}
+
+// getInfoGeneral is Head then the general read, for what the fast read in
+// the folder did not take.
+func (f *File) getInfoGeneral(key string) ([]byte, ObjectInfo, error) {
 	info, err := f.stat("head", key)
 	if err != nil {
 		return nil, ObjectInfo{}, err
@@ -191,5 +197,5 @@ func (f *File) GetSizedInto(ctx context.Context, key string, buf []byte) ([]byte
 	if data, info, ok := f.readInfoInFolder(key, buf, false); ok {
 		return data, info, nil
 	}
-	return f.GetInfoInto(ctx, key, buf)
+	return f.getInfoGeneral(key)
 }

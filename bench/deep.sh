@@ -2,8 +2,12 @@
 # verify --deep per-object overhead on the embedded default (file://): a
 # demo store of many small objects (every topic, the demo's own small
 # batches), `verify --all --deep` timed against sha256sum over the same
-# object files in the same run, best of DEEP_RUNS (default 3). Prints the
-# ratios (sha256sum time / verify time: above 1 is faster than sha256sum).
+# object files in the same run, DEEP_RUNS rounds (default 3), the commands
+# interleaved in each round. Prints, per command, the median with the
+# spread (min-max) of the wall and CPU times, and the ratios of the
+# medians (sha256sum time / verify time: above 1 is faster than sha256sum)
+# with the ratios' own spread over the rounds (each round's sha256sum
+# against the same round's verify), and the best-of ratio.
 #
 #   bash bench/deep.sh                     # 200k records (a 2-core machine)
 #   DEEP_RECORDS=1000000 bash bench/deep.sh   # the issue's 1M-record store
@@ -20,7 +24,7 @@ trap 'rm -rf "$work"' EXIT
 if [ -n "${NEREUSCTL:-}" ]; then N=$NEREUSCTL; else go build -o "$work/nereusctl" . && N="$work/nereusctl"; fi
 export XDG_STATE_HOME="$work/state" XDG_CONFIG_HOME="$work/config"
 now() { date +%s.%N; }
-best() { python3 -c "import sys; print(min(float(sys.argv[1]), float(sys.argv[3])-float(sys.argv[2])))" "$@"; }
+
 
 # DEEP_STORE=/dir reuses (or keeps) a store built by an earlier run.
 st=${DEEP_STORE:-$work/store}
@@ -51,18 +55,31 @@ cmds = {
 }
 if before:
     cmds["verify --all --deep, 1 core, before"] = (f"{before} --store file://{st} verify --all --deep -q", one_env)
-best = {k: (1e9, 1e9) for k in cmds}
+times = {k: [] for k in cmds}
 for _ in range(runs):
     for k, (c, env) in cmds.items():
-        w, cpu = run(c, env)
-        best[k] = (min(best[k][0], w), min(best[k][1], cpu))
-for k, (w, cpu) in best.items():
-    print(f"{k:38s} wall {w:6.3f} s ({b / w / 1e6:6.1f} MB/s)  cpu {cpu:6.3f} s")
-s = best["sha256sum over the files"]
+        times[k].append(run(c, env))
+def med(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+def stat(k, i):
+    xs = [t[i] for t in times[k]]
+    return med(xs), min(xs), max(xs)
+print(f"{runs} rounds; median (min-max)")
+for k in cmds:
+    w, c = stat(k, 0), stat(k, 1)
+    print(f"{k:38s} wall {w[0]:6.3f} s ({w[1]:.3f}-{w[2]:.3f}, {b / w[0] / 1e6:6.1f} MB/s)  cpu {c[0]:6.3f} s ({c[1]:.3f}-{c[2]:.3f})")
+def ratios(base, k):
+    out = []
+    for i in (0, 1):
+        per = [times[base][r][i] / times[k][r][i] for r in range(runs)]
+        best = min(t[i] for t in times[base]) / min(t[i] for t in times[k])
+        out.append((stat(base, i)[0] / stat(k, i)[0], min(per), max(per), best))
+    return out
 for k in [k for k in cmds if k.startswith("verify")]:
-    w, cpu = best[k]
-    print(f"ratio, {k[len('verify --all --deep, '):]:14s} vs sha256sum: wall {s[0] / w:.2f}x, cpu {s[1] / cpu:.2f}x (goal >= 0.8x)")
-c = best["cat of the files | sha256sum"]
-w, cpu = best["verify --all --deep, 1 core"]
-print(f"ratio, 1 core vs cat | sha256sum:   wall {c[0] / w:.2f}x, cpu {c[1] / cpu:.2f}x")
+    (w, wl, wh, wb), (c, cl, ch, cb) = ratios("sha256sum over the files", k)
+    print(f"ratio, {k[len('verify --all --deep, '):]:14s} vs sha256sum: wall {w:.2f}x ({wl:.2f}-{wh:.2f}, best {wb:.2f}x), cpu {c:.2f}x ({cl:.2f}-{ch:.2f}, best {cb:.2f}x) (goal >= 0.8x)")
+(w, wl, wh, wb), (c, cl, ch, cb) = ratios("cat of the files | sha256sum", "verify --all --deep, 1 core")
+print(f"ratio, 1 core vs cat | sha256sum:   wall {w:.2f}x ({wl:.2f}-{wh:.2f}), cpu {c:.2f}x ({cl:.2f}-{ch:.2f})")
 PY

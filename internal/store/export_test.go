@@ -28,3 +28,23 @@ func SetMaxDirsCached(n int) func() {
 
 // Opens is how many times f opened an object for reading.
 func Opens(f *File) int64 { return f.opens.Load() }
+
+// ListStats is how many entries f's listings stat'ed.
+func ListStats(f *File) int64 { return f.listStats.Load() }
+
+// DigestBytes is how many bytes f hashed for the digests of its infos.
+func DigestBytes(f *File) int64 { return f.digestBytes.Load() }
+
+// SetDirentTypesUnknown makes ListKeys take every folder entry as one of
+// unknown type, and returns a func restoring it.
+func SetDirentTypesUnknown(v bool) func() {
+	old := direntTypesUnknown
+	direntTypesUnknown = v
+	return func() { direntTypesUnknown = old }
+}
+
+// PlainKey and ValidateKeyFull are ValidateKey's fast path and its rule
+// by rule check.
+func PlainKey(key string) bool { return plainKey(key) }
+
+func ValidateKeyFull(key string) error { return validateKeyFull(key) }

@@ -13,7 +13,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -91,6 +91,10 @@ type File struct {
 	// opens counts the objects opened for reading (tests: one open per
 	// object on the one-step read).
 	opens atomic.Int64
+	// listStats counts the entries a listing stat'ed, and digestBytes the
+	// bytes hashed for digests (tests: ListKeys stats no object,
+	// GetSizedInto hashes nothing).
+	listStats, digestBytes atomic.Int64
 }
 
 var (
@@ -107,6 +111,11 @@ const (
 	racyWindow      = time.Second
 	maxDigestCached = 1 << 14
 )
+
+// direntTypesUnknown makes a typed folder read (ListKeys) take every
+// entry as one the file system gives no type for (tests: the stat
+// fallback of file systems without d_type).
+var direntTypesUnknown = false
 
 // maxDirsCached bounds the folder handles a File keeps open (a variable
 // for the tests, which churn through the cache).
@@ -166,7 +175,9 @@ func fileKey(key string) error {
 	if err := ValidateKey(key); err != nil {
 		return err
 	}
-	for _, seg := range strings.Split(key, "/") {
+	for rest, more := key, true; more; {
+		var seg string
+		seg, rest, more = strings.Cut(rest, "/")
 		if len(seg) > maxSegment {
 			return fmt.Errorf("%w %q: segment longer than %d bytes (file:// limit)", ErrInvalidKey, printable(key), maxSegment)
 		}
@@ -598,10 +609,91 @@ func (f *File) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
 	return f.ListAfter(ctx, prefix, "")
 }
 
-// dirEntry is a listed name and how to stat it.
+// ListKeys lists the keys with prefix without their sizes and times
+// (KeyLister): each folder's entries are read with their types, and only
+// a symlink, or an entry the file system gives no type for, is stat'ed.
+// A listing with sizes stats every entry, a system call and a name lookup
+// each.
+func (f *File) ListKeys(ctx context.Context, prefix string) ([]ObjectInfo, error) {
+	return f.list(ctx, prefix, "", false)
+}
+
+// dirEntry is a listed name, its type when the folder read gave it
+// (typed), and its entry from a ReadDir that stat'ed it (de), if any.
 type dirEntry struct {
-	name string
-	info func() (fs.FileInfo, error)
+	name  string
+	typ   fs.FileMode
+	typed bool
+	de    fs.DirEntry
+}
+
+// info stats the entry, at p: from the ReadDir that did, else through
+// the store root (never DirEntry.Info of a folder not opened through the
+// root: that stats by a path outside the root's checks).
+func (e dirEntry) info(f *File, p string) (fs.FileInfo, error) {
+	if e.de != nil {
+		return e.de.Info()
+	}
+	return f.lstat(p)
+}
+
+// readDirNames reads folder dir through the store root for a listing
+// with sizes: every entry stat'ed (ReadDir) for a whole listing, names
+// only after startAfter (the entries at or under what sorts before it
+// dropped before anything is stat'ed).
+func (f *File) readDirNames(dir, startAfter string) ([]dirEntry, error) {
+	d, err := f.root.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	var ents []dirEntry
+	if startAfter == "" {
+		des, err := d.ReadDir(-1)
+		f.listStats.Add(int64(len(des))) // ReadDir stats each (root)
+		if err != nil {
+			return nil, err
+		}
+		ents = make([]dirEntry, len(des))
+		for i, de := range des {
+			ents[i] = dirEntry{name: de.Name(), de: de}
+		}
+		return ents, nil
+	}
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		p := n
+		if dir != "." {
+			p = dir + "/" + n
+		}
+		// Drop what sorts before startAfter (with all under it) before
+		// sorting: a tail listing of a big folder sorts only its tail.
+		if p <= startAfter && p+"/" < startAfter && !strings.HasPrefix(startAfter, p+"/") {
+			continue
+		}
+		ents = append(ents, dirEntry{name: n})
+	}
+	return ents, nil
+}
+
+// slashHasPrefix reports strings.HasPrefix(p+"/", prefix) without making
+// p+"/".
+func slashHasPrefix(p, prefix string) bool {
+	switch {
+	case len(prefix) <= len(p):
+		return p[:len(prefix)] == prefix
+	case len(prefix) == len(p)+1:
+		return prefix[len(p)] == '/' && prefix[:len(p)] == p
+	}
+	return false
+}
+
+// hasPrefixSlash reports strings.HasPrefix(s, p+"/") without making p+"/".
+func hasPrefixSlash(s, p string) bool {
+	return len(s) > len(p) && s[len(p)] == '/' && s[:len(p)] == p
 }
 
 // ListAfter lists the keys with prefix that sort after startAfter. It reads
@@ -609,6 +701,12 @@ type dirEntry struct {
 // into), so listing the tail of a stream of thousands of objects costs
 // little more than its length.
 func (f *File) ListAfter(ctx context.Context, prefix, startAfter string) ([]ObjectInfo, error) {
+	return f.list(ctx, prefix, startAfter, true)
+}
+
+// list is ListAfter (sizes) or ListKeys (!sizes: startAfter is "", and
+// the infos have Size -1 and no time).
+func (f *File) list(ctx context.Context, prefix, startAfter string, sizes bool) ([]ObjectInfo, error) {
 	if err := ValidatePrefix(prefix); err != nil {
 		return nil, err
 	}
@@ -623,7 +721,19 @@ func (f *File) ListAfter(ctx context.Context, prefix, startAfter string) ([]Obje
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		d, err := f.root.Open(dir)
+		// A whole listing with sizes stats every entry relative to the
+		// open folder (ReadDir on a folder opened through the root: one
+		// fstatat each); a listing after a key reads names only and stats
+		// just the entries past it; a listing of keys reads the entries'
+		// types (readDirTyped) and stats only what they do not settle,
+		// through the root.
+		var ents []dirEntry
+		var err error
+		if !sizes {
+			ents, err = f.readDirTyped(dir)
+		} else {
+			ents, err = f.readDirNames(dir, startAfter)
+		}
 		if err != nil {
 			if dir == start && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) {
 				return nil
@@ -636,66 +746,44 @@ func (f *File) ListAfter(ctx context.Context, prefix, startAfter string) ([]Obje
 			}
 			return err
 		}
-		// A whole listing stats every entry relative to the open folder
-		// (ReadDir: one cheap syscall each where the file system gives no
-		// type); a listing after a key reads names only and stats just the
-		// entries past it.
-		var ents []dirEntry
-		if startAfter == "" {
-			des, err := d.ReadDir(-1)
-			if err == nil {
-				for _, de := range des {
-					ents = append(ents, dirEntry{name: de.Name(), info: de.Info})
-				}
+		pathOf := func(n string) string {
+			if dir == "." {
+				return n
 			}
-			d.Close()
-			if err != nil {
-				if errors.Is(err, syscall.ENOTDIR) && dir == start {
-					return nil
-				}
-				return err
-			}
-		} else {
-			names, err := d.Readdirnames(-1)
-			d.Close()
-			if err != nil {
-				if errors.Is(err, syscall.ENOTDIR) && dir == start {
-					return nil
-				}
-				return err
-			}
-			for _, n := range names {
-				p := n
-				if dir != "." {
-					p = dir + "/" + n
-				}
-				// Drop what sorts before startAfter (with all under it)
-				// before sorting: a tail listing of a big folder sorts
-				// only its tail.
-				if p <= startAfter && p+"/" < startAfter && !strings.HasPrefix(startAfter, p+"/") {
-					continue
-				}
-				ents = append(ents, dirEntry{name: n, info: func() (fs.FileInfo, error) { return f.root.Lstat(p) }})
-			}
+			return dir + "/" + n
 		}
-		sort.Slice(ents, func(i, j int) bool { return ents[i].name < ents[j].name })
+		slices.SortFunc(ents, func(a, b dirEntry) int { return strings.Compare(a.name, b.name) })
+		out = slices.Grow(out, len(ents))
 		for _, ent := range ents {
 			name := ent.name
 			if strings.HasPrefix(name, reservedPrefix) {
 				continue
 			}
-			p := name
-			if dir != "." {
-				p = dir + "/" + name
-			}
+			p := pathOf(name)
 			// Nothing at or under p can match: skip it without a stat.
-			if !strings.HasPrefix(p+"/", prefix) && !strings.HasPrefix(prefix, p+"/") && !strings.HasPrefix(p, prefix) {
+			if !slashHasPrefix(p, prefix) && !hasPrefixSlash(prefix, p) {
 				continue
 			}
 			if startAfter != "" && p <= startAfter && p+"/" < startAfter && !strings.HasPrefix(startAfter, p+"/") {
 				continue
 			}
-			fi, err := ent.info()
+			if ent.typed {
+				switch {
+				case ent.typ.IsRegular():
+					if strings.HasPrefix(p, prefix) && fileKey(p) == nil {
+						out = append(out, ObjectInfo{Key: p, Size: -1})
+					}
+					continue
+				case ent.typ.IsDir():
+					if err := walk(p); err != nil {
+						return err
+					}
+					continue
+				case ent.typ&fs.ModeSymlink == 0:
+					continue // a device, pipe or socket: no object
+				}
+			}
+			fi, err := ent.info(f, p)
 			if err != nil {
 				if errors.Is(err, fs.ErrNotExist) {
 					continue
@@ -720,6 +808,10 @@ func (f *File) ListAfter(ctx context.Context, prefix, startAfter string) ([]Obje
 			if !fi.Mode().IsRegular() || !strings.HasPrefix(p, prefix) || fileKey(p) != nil || (startAfter != "" && p <= startAfter) {
 				continue
 			}
+			if !sizes {
+				out = append(out, ObjectInfo{Key: p, Size: -1})
+				continue
+			}
 			out = append(out, ObjectInfo{Key: p, Size: fi.Size(), Modified: fi.ModTime()})
 			fis[p] = fi
 		}
@@ -728,7 +820,10 @@ func (f *File) ListAfter(ctx context.Context, prefix, startAfter string) ([]Obje
 	if err := walk(start); err != nil {
 		return nil, fmt.Errorf("list %q in %s: %w", prefix, f, err)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	slices.SortFunc(out, func(a, b ObjectInfo) int { return strings.Compare(a.Key, b.Key) })
+	if !sizes {
+		return out, nil
+	}
 	// The ETag and SHA-256 come only from the in-memory digest cache, so a
 	// listing opens no file. Callers that need an object's ETag ask Head,
 	// as the Store contract says.
@@ -743,6 +838,12 @@ func (f *File) ListAfter(ctx context.Context, prefix, startAfter string) ([]Obje
 	}
 	f.mu.Unlock()
 	return out, nil
+}
+
+// lstat is the store root's Lstat of p, counted (listStats).
+func (f *File) lstat(p string) (fs.FileInfo, error) {
+	f.listStats.Add(1)
+	return f.root.Lstat(p)
 }
 
 // digest is an object's hex MD5 (ETag) and hex SHA-256.
@@ -781,6 +882,7 @@ func (f *File) digests(key string, fh *os.File, fi fs.FileInfo) (digest, error) 
 			return e.d, nil
 		}
 	}
+	f.digestBytes.Add(fi.Size())
 	mh, sh := md5.New(), sha256.New()
 	if _, err := io.Copy(io.MultiWriter(mh, sh), io.NewSectionReader(fh, 0, fi.Size())); err != nil {
 		return digest{}, fmt.Errorf("hash: %w", err)

@@ -3,10 +3,13 @@
 package store
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -174,11 +177,13 @@ const hashInlineMax = 64 << 10
 
 // readInfoInFolder reads the whole of key into buf[:0] (grown when too
 // small) with its info as Head reports it, opening it once: openFD,
-// fstat, pread, close. The digests come from memory when remembered for
-// this version of the file, else from the bytes just read (small objects)
-// or the digest attribute (large ones), else from the bytes. ok is false
-// on any failure, for the general path to decide.
-func (f *File) readInfoInFolder(key string, buf []byte) ([]byte, ObjectInfo, bool) {
+// fstat, pread, close. With digests, they come from memory when
+// remembered for this version of the file, else from the bytes just read
+// (small objects) or the digest attribute (large ones), else from the
+// bytes; without (GetSizedInto: the caller hashes the bytes itself), the
+// info has no ETag and no SHA-256 and nothing is hashed. ok is false on
+// any failure, for the general path to decide.
+func (f *File) readInfoInFolder(key string, buf []byte, digests bool) ([]byte, ObjectInfo, bool) {
 	fd, ok := f.openFD(key)
 	if !ok {
 		return nil, ObjectInfo{}, false
@@ -193,15 +198,19 @@ func (f *File) readInfoInFolder(key string, buf []byte) ([]byte, ObjectInfo, boo
 	fresh := func(e digestEntry) bool {
 		return e.id == id && e.size == st.Size && e.mtime == mtime.UnixNano() && e.recorded-e.mtime > int64(racyWindow)
 	}
-	f.mu.Lock()
-	e, known := f.cache[key]
-	f.mu.Unlock()
-	known = known && fresh(e)
-	if !known && st.Size > hashInlineMax {
-		if e, known = readDigestAttrFD(fd); known {
-			e.id = id
-			if known = fresh(e); known {
-				f.store(key, e)
+	var e digestEntry
+	known := !digests
+	if digests {
+		f.mu.Lock()
+		e, known = f.cache[key]
+		f.mu.Unlock()
+		known = known && fresh(e)
+		if !known && st.Size > hashInlineMax {
+			if e, known = readDigestAttrFD(fd); known {
+				e.id = id
+				if known = fresh(e); known {
+					f.store(key, e)
+				}
 			}
 		}
 	}
@@ -223,10 +232,107 @@ func (f *File) readInfoInFolder(key string, buf []byte) ([]byte, ObjectInfo, boo
 		// The digests of the bytes returned. Remembered only for a file
 		// older than the racy window (fresh): one edited while it was
 		// read has a newer mtime, which no later lookup matches.
+		f.digestBytes.Add(st.Size)
 		e = digestEntry{id: id, size: st.Size, mtime: mtime.UnixNano(), recorded: time.Now().UnixNano(), d: digest{md5: ETagOf(buf), sha: SHA256Of(buf)}}
 		if fresh(e) {
 			f.store(key, e)
 		}
 	}
 	return buf, ObjectInfo{Key: key, Size: st.Size, ETag: e.d.md5, SHA256: e.d.sha, Modified: mtime}, true
+}
+
+// readDirTyped reads folder dir, opened through the store root, for a
+// listing that needs its entries' types but not their sizes (ListKeys):
+// getdents64 on the folder's descriptor, the type of each entry from its
+// d_type, and only an entry the file system gives no type for stat'ed
+// (fstatat relative to the folder, no symlink followed). ReadDir on a
+// folder opened through an os.Root would stat every entry.
+func (f *File) readDirTyped(dir string) ([]dirEntry, error) {
+	d, err := f.root.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	rc, err := d.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var ents []dirEntry
+	buf := make([]byte, 32<<10)
+	var derr error
+	cerr := rc.Control(func(fd uintptr) {
+		for {
+			n, err := unix.Getdents(int(fd), buf)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil {
+				derr = &fs.PathError{Op: "readdirent", Path: dir, Err: err}
+				return
+			}
+			if n <= 0 {
+				return
+			}
+			ents = slices.Grow(ents, n/32) // about one entry per 32 bytes read
+
+			for b := buf[:n]; len(b) > 0; {
+				// struct linux_dirent64: ino u64, off s64, reclen u16,
+				// type u8, name (NUL-terminated, padded to reclen).
+				if len(b) < 19 {
+					derr = &fs.PathError{Op: "readdirent", Path: dir, Err: unix.EIO}
+					return
+				}
+				reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+				if reclen < 19 || reclen > len(b) {
+					derr = &fs.PathError{Op: "readdirent", Path: dir, Err: unix.EIO}
+					return
+				}
+				typ, name := b[18], b[19:reclen]
+				if i := bytes.IndexByte(name, 0); i >= 0 {
+					name = name[:i]
+				}
+				b = b[reclen:]
+				if len(name) == 0 || string(name) == "." || string(name) == ".." {
+					continue
+				}
+				e := dirEntry{name: string(name), typed: true}
+				if direntTypesUnknown {
+					typ = unix.DT_UNKNOWN
+				}
+				switch typ {
+				case unix.DT_REG:
+				case unix.DT_DIR:
+					e.typ = fs.ModeDir
+				case unix.DT_LNK:
+					e.typ = fs.ModeSymlink
+				case unix.DT_UNKNOWN:
+					var st unix.Stat_t
+					if err := unix.Fstatat(int(fd), e.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+						if errors.Is(err, unix.ENOENT) {
+							continue // removed while listing
+						}
+						derr = &fs.PathError{Op: "lstat", Path: dir + "/" + e.name, Err: err}
+						return
+					}
+					f.listStats.Add(1)
+					switch st.Mode & unix.S_IFMT {
+					case unix.S_IFREG:
+					case unix.S_IFDIR:
+						e.typ = fs.ModeDir
+					case unix.S_IFLNK:
+						e.typ = fs.ModeSymlink
+					default:
+						e.typ = fs.ModeIrregular
+					}
+				default:
+					e.typ = fs.ModeIrregular // a device, pipe or socket
+				}
+				ents = append(ents, e)
+			}
+		}
+	})
+	if cerr != nil {
+		return nil, cerr
+	}
+	return ents, derr
 }

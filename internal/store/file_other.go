@@ -29,6 +29,26 @@ func (f *File) openInFolder(string) (*os.File, bool) { return nil, false }
 func (f *File) readInFolder(string, *Range, []byte) ([]byte, bool) { return nil, false }
 
 // readInfoInFolder has no fast path here.
-func (f *File) readInfoInFolder(string, []byte) ([]byte, ObjectInfo, bool) {
+func (f *File) readInfoInFolder(string, []byte, bool) ([]byte, ObjectInfo, bool) {
 	return nil, ObjectInfo{}, false
+}
+
+// readDirTyped reads folder dir through the store root with its
+// entries' types (ReadDir stats every entry here: the types are right,
+// the stats not saved).
+func (f *File) readDirTyped(dir string) ([]dirEntry, error) {
+	d, err := f.root.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	des, err := d.ReadDir(-1)
+	if err != nil {
+		return nil, err
+	}
+	ents := make([]dirEntry, len(des))
+	for i, de := range des {
+		ents[i] = dirEntry{name: de.Name(), typ: de.Type(), typed: true}
+	}
+	return ents, nil
 }

@@ -218,6 +218,42 @@ const MaxKeyLen = 1024
 // empty, "." or ".." segment, no backslash, no NUL or other control
 // character. A key that passes can be joined to a file:// root safely.
 func ValidateKey(key string) error {
+	if plainKey(key) {
+		return nil
+	}
+	return validateKeyFull(key)
+}
+
+// plainKey is ValidateKey's one pass over the bytes for the keys nereusctl
+// makes (printable ASCII): true only for a key that passes every rule;
+// anything else, a non-ASCII key included, is decided and worded by
+// validateKeyFull.
+func plainKey(key string) bool {
+	if key == "" || len(key) > MaxKeyLen || key[0] == '/' {
+		return false
+	}
+	seg := 0 // where the current segment starts
+	for i := 0; i <= len(key); i++ {
+		if i < len(key) {
+			c := key[i]
+			if c < 0x20 || c >= 0x7f || c == '\\' {
+				return false
+			}
+			if c != '/' {
+				continue
+			}
+		}
+		switch key[seg:i] {
+		case "", ".", "..":
+			return false
+		}
+		seg = i + 1
+	}
+	return true
+}
+
+// validateKeyFull is ValidateKey, rule by rule.
+func validateKeyFull(key string) error {
 	bad := func(why string) error {
 		return fmt.Errorf("%w %q: %s", ErrInvalidKey, printable(key), why)
 	}
@@ -238,7 +274,11 @@ func ValidateKey(key string) error {
 			return bad("control character")
 		}
 	}
-	for _, seg := range strings.Split(key, "/") {
+	// Segment by segment without splitting (no allocation: every store
+	// call validates its key).
+	for rest, more := key, true; more; {
+		var seg string
+		seg, rest, more = strings.Cut(rest, "/")
 		switch seg {
 		case "":
 			return bad("empty path segment")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -59,14 +60,96 @@ func (t *Timeout) Unwrap() Store { return t.s }
 // (and not the caller's context) ended the call, its error is replaced by
 // a RequestTimeoutError: the inner error is a context error that the
 // retry layer would take for the caller's own and not retry.
+//
+// The deadline's timer starts only when the call waits on the context
+// (lazyDeadline): an HTTP request does at once, a file:// read, which only
+// asks Err, never does, and pays no timer for each small object it reads.
 func (t *Timeout) call(ctx context.Context, op, key string, f func(ctx context.Context) error) error {
-	c, cancel := context.WithTimeout(ctx, t.d)
-	defer cancel()
+	c := &lazyDeadline{Context: ctx, deadline: time.Now().Add(t.d)}
+	defer c.stop()
 	err := f(c)
 	if err != nil && ctx.Err() == nil && errors.Is(c.Err(), context.DeadlineExceeded) {
 		return &RequestTimeoutError{Op: op, Key: key, After: t.d}
 	}
 	return err
+}
+
+// lazyDeadline is context.WithDeadline(Context, deadline) whose timer (and
+// registration with the parent) is made only when Done is first asked
+// for. Err without Done compares the clock with the deadline, so a callee
+// that only polls Err sees the deadline pass just the same.
+type lazyDeadline struct {
+	context.Context // the parent
+	deadline        time.Time
+
+	mu        sync.Mutex
+	started   context.Context // the real deadline context, once Done was asked for
+	cancel    context.CancelFunc
+	stopped   bool
+	stoppedAt time.Time
+}
+
+func (c *lazyDeadline) Deadline() (time.Time, bool) {
+	if d, ok := c.Context.Deadline(); ok && d.Before(c.deadline) {
+		return d, true
+	}
+	return c.deadline, true
+}
+
+func (c *lazyDeadline) Done() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started == nil {
+		c.started, c.cancel = context.WithDeadline(c.Context, c.deadline)
+		if c.stopped {
+			c.cancel() // asked for after the call ended: done at once
+		}
+	}
+	return c.started.Done()
+}
+
+func (c *lazyDeadline) Err() error {
+	c.mu.Lock()
+	started, stopped, stoppedAt := c.started, c.stopped, c.stoppedAt
+	c.mu.Unlock()
+	switch {
+	case started != nil:
+		return started.Err()
+	case stopped && stoppedAt.Before(c.deadline):
+		return context.Canceled
+	case stopped:
+		return context.DeadlineExceeded
+	}
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	if !time.Now().Before(c.deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// Value is the real deadline context's once made (so that a context
+// derived from this one registers with it, as under WithDeadline), else
+// the parent's.
+func (c *lazyDeadline) Value(key any) any {
+	c.mu.Lock()
+	started := c.started
+	c.mu.Unlock()
+	if started != nil {
+		return started.Value(key)
+	}
+	return c.Context.Value(key)
+}
+
+// stop ends the context as cancel does (the call is over).
+func (c *lazyDeadline) stop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped, c.stoppedAt = true, time.Now()
+	if c.cancel != nil {
+		c.cancel()
+	}
 }
 
 func (t *Timeout) Head(ctx context.Context, key string) (info ObjectInfo, err error) {

@@ -12,6 +12,7 @@ package verify
 
 import (
 	"context"
+	"crypto/md5"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -22,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nereusctl/nereusctl/internal/kafka"
@@ -201,7 +203,7 @@ func Named(ctx context.Context, st store.Store, tp layout.TopicPartition, o Opti
 type target struct {
 	scope string
 	gen   int64
-	ref   layout.ObjectRef
+	ref   *layout.ObjectRef // in its generation's manifest, which outlives the check
 	ntc2  bool
 }
 
@@ -268,8 +270,8 @@ func Partition(ctx context.Context, st store.Store, b *layout.Binding, o Options
 			continue // below the trim: garbage for gc, not data
 		}
 		committed = append(committed, g)
-		for _, ref := range g.Objects {
-			targets = append(targets, target{scope: ScopeCommitted, gen: g.Gen, ref: ref})
+		for i := range g.Objects {
+			targets = append(targets, target{scope: ScopeCommitted, gen: g.Gen, ref: &g.Objects[i]})
 		}
 	}
 	for _, f := range committedGaps(committed, trim) {
@@ -285,7 +287,13 @@ func Partition(ctx context.Context, st store.Store, b *layout.Binding, o Options
 	var objs []layout.StreamObject
 	var cps []store.ObjectInfo
 	if h != nil {
-		objs, err = layout.ListObjects(ctx, st, b.StreamID)
+		// Keys only (a file:// listing then stats no object): nothing
+		// below needs a listed size but the open segment's progress total,
+		// and a checked object's size is the one its read returns.
+		infos, err := store.ListKeys(ctx, st, layout.ObjectsPrefix(b.StreamID))
+		if err == nil {
+			objs, err = layout.AppendStreamObjects(make([]layout.StreamObject, 0, len(infos)), infos)
+		}
 		if err != nil {
 			return rep, fmt.Errorf("verify %s: %w", b.Name(), err)
 		}
@@ -466,26 +474,35 @@ func openSegment(ctx context.Context, st store.Store, h *layout.Head, objs []lay
 		return []Finding{{Scope: ScopeOpenSegment, Gen: -1, Check: CheckChain, Expected: fmt.Sprintf("[%d, %d) back to back", from, h.Head), Detail: err.Error()}}
 	}
 	if o.Total != nil {
+		// The sizes the listing knows (store.ListKeys on file:// knows
+		// none: those are counted in as they are read).
 		var n int64
 		for _, ob := range chain {
-			if o.Sample.Has(ob.Key) {
+			if o.Sample.Has(ob.Key) && ob.Size > 0 {
 				n += ob.Size
 			}
 		}
 		o.Total(n)
 	}
 	var fs []Finding
+	var buf []byte // one read buffer, reused object after object
 	for _, ob := range chain {
 		if !o.Sample.Has(ob.Key) {
 			continue
 		}
-		data, err := stream.ReadObject(ctx, st, ob)
+		data, err := stream.ReadObjectInto(ctx, st, ob, buf[:0])
 		rep.Objects++
 		if err != nil {
 			fs = append(fs, Finding{Scope: ScopeOpenSegment, Gen: -1, Object: ob.Key, Check: CheckHead, Expected: "readable", Found: "error", Detail: err.Error()})
 			continue
 		}
+		if cap(data) > cap(buf) {
+			buf = data
+		}
 		rep.BytesHashed += int64(len(data))
+		if o.Total != nil && ob.Size < 0 {
+			o.Total(int64(len(data)))
+		}
 		if o.Progress != nil {
 			o.Progress(int64(len(data)))
 		}
@@ -526,8 +543,8 @@ func coverageTargets(ctx context.Context, st store.Store, b *layout.Binding, h *
 			continue
 		}
 		gens = append(gens, g)
-		for _, ref := range g.Objects {
-			ts = append(ts, target{scope: ScopeCoverage, gen: g.Gen, ref: ref, ntc2: true})
+		for i := range g.Objects {
+			ts = append(ts, target{scope: ScopeCoverage, gen: g.Gen, ref: &g.Objects[i], ntc2: true})
 		}
 	}
 	// Gap-free from the log start to the compacted end.
@@ -570,35 +587,50 @@ func checkObjects(ctx context.Context, st store.Store, ts []target, o Options, r
 		}
 		o.Total(n)
 	}
-	var mu sync.Mutex
-	var out []Finding
-	jobs := make(chan target)
-	var wg sync.WaitGroup
-	for i := 0; i < workers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var buf []byte // one read buffer per worker, reused object after object
-			for t := range jobs {
-				var fs []Finding
-				var hashed int64
-				fs, hashed, buf = checkObject(ctx, st, t, o, buf)
-				mu.Lock()
-				out = append(out, fs...)
-				rep.Objects++
-				rep.BytesHashed += hashed
-				mu.Unlock()
-				if o.Progress != nil && hashed > 0 {
-					o.Progress(hashed)
-				}
+	// Each worker takes the next target by index (no channel hand-off
+	// per object) and keeps its findings and counts until the end; one
+	// worker runs in this goroutine.
+	workers = min(workers, len(ts))
+	type tally struct {
+		fs      []Finding
+		objects int
+		hashed  int64
+	}
+	tallies := make([]tally, workers)
+	var next atomic.Int64
+	work := func(w *tally) {
+		var buf []byte // one read buffer per worker, reused object after object
+		for {
+			i := next.Add(1) - 1
+			if i >= int64(len(ts)) {
+				return
 			}
-		}()
+			var fs []Finding
+			var hashed int64
+			fs, hashed, buf = checkObject(ctx, st, ts[i], o, buf)
+			w.fs = append(w.fs, fs...)
+			w.objects++
+			w.hashed += hashed
+			if o.Progress != nil && hashed > 0 {
+				o.Progress(hashed)
+			}
+		}
 	}
-	for _, t := range ts {
-		jobs <- t
+	if workers == 1 {
+		work(&tallies[0])
+	} else {
+		var wg sync.WaitGroup
+		for i := range tallies {
+			wg.Go(func() { work(&tallies[i]) })
+		}
+		wg.Wait()
 	}
-	close(jobs)
-	wg.Wait()
+	var out []Finding
+	for _, w := range tallies {
+		out = append(out, w.fs...)
+		rep.Objects += w.objects
+		rep.BytesHashed += w.hashed
+	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Object != out[j].Object {
 			return out[i].Object < out[j].Object
@@ -609,8 +641,9 @@ func checkObjects(ctx context.Context, st store.Store, ts []target, o Options, r
 }
 
 // checkObject checks one target. With Deep (inside the sample) it reads
-// the object and its info in one step (store.GetInfoInto: one open on
-// file://) into buf, which it returns (grown) for the next object.
+// the object and its size in one step (store.GetSizedInto: one open on
+// file://, and no digest computed by the store) into buf, which it
+// returns (grown) for the next object.
 func checkObject(ctx context.Context, st store.Store, t target, o Options, buf []byte) ([]Finding, int64, []byte) {
 	f := func(check, expected, found, detail string) Finding {
 		return Finding{Scope: t.scope, Gen: t.gen, Object: t.ref.Key, Check: check, Expected: expected, Found: found, Detail: detail}
@@ -620,7 +653,9 @@ func checkObject(ctx context.Context, st store.Store, t target, o Options, buf [
 	var data []byte
 	var err error
 	if deep {
-		data, info, err = store.GetInfoInto(ctx, st, t.ref.Key, buf[:0])
+		// The size, and the ETag where the store has it without hashing;
+		// the digests are taken here, once, from the bytes read.
+		data, info, err = store.GetSizedInto(ctx, st, t.ref.Key, buf[:0])
 		if err == nil && cap(data) > cap(buf) {
 			buf = data
 		}
@@ -633,19 +668,32 @@ func checkObject(ctx context.Context, st store.Store, t target, o Options, buf [
 		}
 		return []Finding{f(CheckHead, "present", "error", err.Error())}, 0, buf
 	}
+	etagOK := info.ETag == t.ref.ETag
+	if deep && info.ETag == "" {
+		// file://'s ETag, the MD5 of the bytes, from the bytes read (the
+		// hex compared on the stack: a string only for a finding).
+		var h [2 * md5.Size]byte
+		sum := md5.Sum(data)
+		hex.Encode(h[:], sum[:])
+		if etagOK = string(h[:]) == t.ref.ETag; !etagOK {
+			info.ETag = string(h[:])
+		}
+	}
 	var fs []Finding
 	if info.Size != t.ref.Size {
 		fs = append(fs, f(CheckSize, fmt.Sprint(t.ref.Size), fmt.Sprint(info.Size), "size differs from the manifest"))
 	}
-	if info.ETag != t.ref.ETag {
+	if !etagOK {
 		fs = append(fs, f(CheckETag, t.ref.ETag, info.ETag, "ETag differs from the manifest"))
 	}
 	if !deep {
 		return fs, 0, buf
 	}
+	var h [2 * sha256.Size]byte
 	sum := sha256.Sum256(data)
-	if got := hex.EncodeToString(sum[:]); got != t.ref.SHA256 {
-		fs = append(fs, f(CheckSHA256, "sha256:"+t.ref.SHA256, "sha256:"+got, "content digest differs from the manifest"))
+	hex.Encode(h[:], sum[:])
+	if string(h[:]) != t.ref.SHA256 {
+		fs = append(fs, f(CheckSHA256, "sha256:"+t.ref.SHA256, "sha256:"+string(h[:]), "content digest differs from the manifest"))
 	}
 	if t.ntc2 {
 		r, err := ntc2.Open(data)

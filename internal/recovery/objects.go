@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/nereusctl/nereusctl/internal/fleet"
 	"github.com/nereusctl/nereusctl/internal/layout"
@@ -38,30 +37,19 @@ type Objects struct {
 // after the head is read, as the object listing it replaces would be: an
 // object below the head is written before the head moves past it.
 func (o *Objects) Prefetch() error {
-	infos, complete, paged, err := store.ListFirstPage(o.ctx, o.st, layout.StreamPrefix(o.sid), store.PageKeys)
+	l, err := layout.ListStream(o.ctx, o.st, o.sid)
 	if err != nil {
 		return fmt.Errorf("list stream %s: %w", o.sid, err)
 	}
-	if !paged || !complete {
+	if l == nil {
 		return nil
 	}
-	var objs []store.ObjectInfo
-	o.ckpts, o.gens = nil, nil
-	for _, in := range infos {
-		switch {
-		case strings.HasPrefix(in.Key, layout.CheckpointsPrefix(o.sid)):
-			o.ckpts = append(o.ckpts, in)
-		case strings.HasPrefix(in.Key, layout.GenerationsPrefix(o.sid)):
-			o.gens = append(o.gens, in)
-		case strings.HasPrefix(in.Key, layout.ObjectsPrefix(o.sid)):
-			objs = append(objs, in)
-		}
-	}
+	o.ckpts, o.gens = l.Under(layout.CheckpointsPrefix(o.sid)), l.Under(layout.GenerationsPrefix(o.sid))
 	o.ckptsOK, o.gensOK = true, true
 	// A key under objects/ that is no object's name leaves the object
 	// listing to All and From, which report it as they always have.
-	if so, err := layout.AppendStreamObjects(make([]layout.StreamObject, 0, len(objs)), objs); err == nil {
-		o.objs, o.start, o.ok = so, -1, true
+	if objs, err := l.Objects(); err == nil {
+		o.objs, o.start, o.ok = objs, -1, true
 	}
 	return nil
 }

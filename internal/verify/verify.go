@@ -230,15 +230,45 @@ func Partition(ctx context.Context, st store.Store, b *layout.Binding, o Options
 	default:
 		return rep, fmt.Errorf("verify %s: %w", b.Name(), err)
 	}
+	// The whole stream in one LIST where the store pages and the stream
+	// fits (layout.ListStream): generations, objects, checkpoints and the
+	// listed size and ETag of every object, so no HEAD per object either.
+	var listed *layout.StreamListing
+	if h != nil {
+		if listed, err = layout.ListStream(ctx, st, b.StreamID); err != nil {
+			return rep, fmt.Errorf("verify %s: %w", b.Name(), err)
+		}
+	}
+	// Each manifest is read once: the coverage members are generations
+	// the walk below reads too.
+	type loadedGen struct {
+		g   *layout.Generation
+		sum string
+		err error
+	}
+	manifests := map[int64]loadedGen{}
+	loadGen := func(n int64) (*layout.Generation, string, error) {
+		l, ok := manifests[n]
+		if !ok {
+			l.g, l.sum, l.err = LoadGeneration(ctx, st, b.StreamID, n)
+			manifests[n] = l
+		}
+		return l.g, l.sum, l.err
+	}
 	var targets []target
 	if b.Coverage.State != layout.CoverageNone {
-		ts, fs := coverageTargets(ctx, st, b, h)
+		ts, fs := coverageTargets(b, h, loadGen)
 		for _, f := range fs {
 			add(f)
 		}
 		targets = append(targets, ts...)
 	}
-	gens, err := layout.ListGenerations(ctx, st, b.StreamID)
+	var gens []int64
+	if listed != nil {
+		gens, err = listed.Generations()
+	} else {
+		gens, err = layout.ListGenerations(ctx, st, b.StreamID)
+	}
 	if err != nil {
 		return rep, fmt.Errorf("verify %s: %w", b.Name(), err)
 	}
@@ -249,7 +279,7 @@ func Partition(ctx context.Context, st store.Store, b *layout.Binding, o Options
 	var loaded, committed []*layout.Generation
 	compactedGens := 0
 	for _, n := range gens {
-		g, _, err := LoadGeneration(ctx, st, b.StreamID, n)
+		g, _, err := loadGen(n)
 		if err != nil {
 			if !IsMalformed(err) && !errors.Is(err, store.ErrNotFound) {
 				return rep, fmt.Errorf("verify %s: %w", b.Name(), err)
@@ -290,22 +320,28 @@ func Partition(ctx context.Context, st store.Store, b *layout.Binding, o Options
 		// Keys only (a file:// listing then stats no object): nothing
 		// below needs a listed size but the open segment's progress total,
 		// and a checked object's size is the one its read returns.
-		infos, err := store.ListKeys(ctx, st, layout.ObjectsPrefix(b.StreamID))
+		var infos []store.ObjectInfo
+		if listed != nil {
+			infos = listed.Under(layout.ObjectsPrefix(b.StreamID))
+		} else {
+			infos, err = store.ListKeys(ctx, st, layout.ObjectsPrefix(b.StreamID))
+		}
 		if err == nil {
 			objs, err = layout.AppendStreamObjects(make([]layout.StreamObject, 0, len(infos)), infos)
 		}
 		if err != nil {
 			return rep, fmt.Errorf("verify %s: %w", b.Name(), err)
 		}
-		cps, err = st.List(ctx, layout.CheckpointsPrefix(b.StreamID))
-		if err != nil {
+		if listed != nil {
+			cps = listed.Under(layout.CheckpointsPrefix(b.StreamID))
+		} else if cps, err = st.List(ctx, layout.CheckpointsPrefix(b.StreamID)); err != nil {
 			return rep, fmt.Errorf("verify %s: %w", b.Name(), err)
 		}
 		for _, f := range BeyondHead(h, objs, loaded, cps) {
 			add(f)
 		}
 	}
-	for _, f := range checkObjects(ctx, st, targets, o, rep) {
+	for _, f := range checkObjects(ctx, st, targets, listed, o, rep) {
 		add(f)
 	}
 	if o.Deep && h != nil {
@@ -519,7 +555,7 @@ func openSegment(ctx context.Context, st store.Store, h *layout.Head, objs []lay
 
 // coverageTargets checks the set's documents: identity, manifests, gap-free
 // range; and returns the member objects to check.
-func coverageTargets(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Head) ([]target, []Finding) {
+func coverageTargets(b *layout.Binding, h *layout.Head, loadGen func(int64) (*layout.Generation, string, error)) ([]target, []Finding) {
 	var ts []target
 	var fs []Finding
 	c := b.Coverage
@@ -529,7 +565,7 @@ func coverageTargets(ctx context.Context, st store.Store, b *layout.Binding, h *
 	var gens []*layout.Generation
 	for _, m := range c.Members {
 		key := layout.GenerationKey(b.StreamID, m.Gen)
-		g, sum, err := LoadGeneration(ctx, st, b.StreamID, m.Gen)
+		g, sum, err := loadGen(m.Gen)
 		if err != nil {
 			fs = append(fs, Finding{Scope: ScopeCoverage, Gen: m.Gen, Object: key, Check: CheckManifest, Expected: m.ManifestSHA256, Detail: err.Error()})
 			continue
@@ -573,7 +609,7 @@ func coverageTargets(ctx context.Context, st store.Store, b *layout.Binding, h *
 
 // checkObjects checks each target: HEAD, size and ETag always; with Deep
 // (and inside the sample) every byte: SHA-256 and every CRC, in parallel.
-func checkObjects(ctx context.Context, st store.Store, ts []target, o Options, rep *Report) []Finding {
+func checkObjects(ctx context.Context, st store.Store, ts []target, listed *layout.StreamListing, o Options, rep *Report) []Finding {
 	workers := o.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -607,7 +643,7 @@ func checkObjects(ctx context.Context, st store.Store, ts []target, o Options, r
 			}
 			var fs []Finding
 			var hashed int64
-			fs, hashed, buf = checkObject(ctx, st, ts[i], o, buf)
+			fs, hashed, buf = checkObject(ctx, st, ts[i], listed, o, buf)
 			w.fs = append(w.fs, fs...)
 			w.objects++
 			w.hashed += hashed
@@ -640,11 +676,26 @@ func checkObjects(ctx context.Context, st store.Store, ts []target, o Options, r
 	return out
 }
 
+// fromListing is what a complete stream listing says of key (its size
+// and ETag) in place of a HEAD, and whether it lists the key at all. ok is
+// false without a listing, or where it has no ETag for the key: HEAD is
+// asked then.
+func fromListing(listed *layout.StreamListing, key string) (info store.ObjectInfo, found, ok bool) {
+	if listed == nil {
+		return store.ObjectInfo{}, false, false
+	}
+	info, found = listed.Info(key)
+	if found && info.ETag == "" {
+		return store.ObjectInfo{}, false, false
+	}
+	return info, found, true
+}
+
 // checkObject checks one target. With Deep (inside the sample) it reads
 // the object and its size in one step (store.GetSizedInto: one open on
 // file://, and no digest computed by the store) into buf, which it
 // returns (grown) for the next object.
-func checkObject(ctx context.Context, st store.Store, t target, o Options, buf []byte) ([]Finding, int64, []byte) {
+func checkObject(ctx context.Context, st store.Store, t target, listed *layout.StreamListing, o Options, buf []byte) ([]Finding, int64, []byte) {
 	f := func(check, expected, found, detail string) Finding {
 		return Finding{Scope: t.scope, Gen: t.gen, Object: t.ref.Key, Check: check, Expected: expected, Found: found, Detail: detail}
 	}
@@ -658,6 +709,11 @@ func checkObject(ctx context.Context, st store.Store, t target, o Options, buf [
 		data, info, err = store.GetSizedInto(ctx, st, t.ref.Key, buf[:0])
 		if err == nil && cap(data) > cap(buf) {
 			buf = data
+		}
+	} else if in, found, ok := fromListing(listed, t.ref.Key); ok {
+		info = in
+		if !found {
+			err = fmt.Errorf("%s: %w (not in the stream's listing)", t.ref.Key, store.ErrNotFound)
 		}
 	} else {
 		info, err = st.Head(ctx, t.ref.Key)

@@ -290,11 +290,23 @@ func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, 
 		return nil, gp, err
 	}
 	gp.Trim = h.Trim
-	objs, err := layout.ListObjects(ctx, st, b.StreamID)
+	// Each part of the stream is listed once, all of it in one LIST page
+	// where the store pages and the stream fits (layout.ListStream).
+	listed, err := layout.ListStream(ctx, st, b.StreamID)
 	if err != nil {
 		return nil, gp, err
 	}
-	infos, err := st.List(ctx, layout.ObjectsPrefix(b.StreamID))
+	list := func(prefix string) ([]store.ObjectInfo, error) {
+		if listed != nil {
+			return listed.Under(prefix), nil
+		}
+		return st.List(ctx, prefix)
+	}
+	infos, err := list(layout.ObjectsPrefix(b.StreamID))
+	if err != nil {
+		return nil, gp, err
+	}
+	objs, err := layout.AppendStreamObjects(make([]layout.StreamObject, 0, len(infos)), infos)
 	if err != nil {
 		return nil, gp, err
 	}
@@ -302,21 +314,23 @@ func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, 
 	for _, in := range infos {
 		modified[in.Key] = in
 	}
-	gens, err := layout.ListGenerations(ctx, st, b.StreamID)
-	if err != nil {
-		return nil, gp, err
-	}
 	name := tp.String()
 	var dataItems, manifestItems, cpItems []GCItem
 	referenced := map[string]bool{}
 	var belowTrim []*layout.Generation
 	lastSealedEnd := int64(-1)
-	genInfos, err := st.List(ctx, layout.GenerationsPrefix(b.StreamID))
+	genInfos, err := list(layout.GenerationsPrefix(b.StreamID))
 	if err != nil {
 		return nil, gp, err
 	}
 	genModified := map[string]store.ObjectInfo{}
+	gens := make([]int64, 0, len(genInfos))
 	for _, in := range genInfos {
+		n, err := layout.ParseGenerationKey(in.Key)
+		if err != nil {
+			return nil, gp, err
+		}
+		gens = append(gens, n)
 		genModified[in.Key] = in
 	}
 	// Compacted generations: the coverage's members (ACTIVE or QUARANTINED)
@@ -370,7 +384,7 @@ func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, 
 		}
 		viewManifests = append(viewManifests, GCItem{Key: key, Category: GarbageCompacted, Partition: tp.String()})
 	}
-	views, err := st.List(ctx, layout.StreamPrefix(b.StreamID)+"compacted/")
+	views, err := list(layout.StreamPrefix(b.StreamID) + "compacted/")
 	if err != nil {
 		return nil, gp, err
 	}
@@ -382,7 +396,7 @@ func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, 
 
 	// Checkpoints: those anchored at or above the trim are kept, with the
 	// object their anchor names; so is the binding's reference.
-	cps, err := st.List(ctx, layout.CheckpointsPrefix(b.StreamID))
+	cps, err := list(layout.CheckpointsPrefix(b.StreamID))
 	if err != nil {
 		return nil, gp, err
 	}

@@ -213,9 +213,15 @@ func renderPlan(g *globals, r *retention.Result, dryRun bool) {
 	if r.RemovesEverything() {
 		every = ": every record"
 	}
-	if !r.Trimmed() {
+	switch {
+	case !r.Trimmed() && r.Trim != nil && r.Trim.BindingMutated:
+		// The head's trim was durable and the binding lagged it: the
+		// rerun finished the interrupted sequence (and says so: "nothing
+		// to trim" alone would read as if nothing had been needed).
+		fmt.Fprintf(w, "%s: log start %d, HW %d: nothing to trim; finished the interrupted trim: the binding's log start %d -> %d\n", name, r.CurrentLogStart, r.HW, r.Trim.CurrentLogStart, r.Trim.NewLogStart)
+	case !r.Trimmed():
 		fmt.Fprintf(w, "%s: log start %d, HW %d: nothing to trim\n", name, r.CurrentLogStart, r.HW)
-	} else {
+	default:
 		fmt.Fprintf(w, "%s: %s log start %d -> %d (HW %d)%s\n", name, verb, r.CurrentLogStart, r.NewLogStart, r.HW, every)
 	}
 	if p := r.Plan; p != nil && (dryRun || r.Trimmed()) {

@@ -670,6 +670,13 @@ func ListGenerations(ctx context.Context, st store.Store, sid string) ([]int64, 
 	if err != nil {
 		return nil, err
 	}
+	return GenerationNumbers(infos)
+}
+
+// GenerationNumbers are the generation numbers a listing of
+// GenerationsPrefix names, in its order; a key that is no generation's is
+// an error.
+func GenerationNumbers(infos []store.ObjectInfo) ([]int64, error) {
 	out := make([]int64, 0, len(infos))
 	for _, in := range infos {
 		g, err := ParseGenerationKey(in.Key)

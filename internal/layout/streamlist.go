@@ -62,14 +62,5 @@ func (l *StreamListing) Objects() ([]StreamObject, error) {
 
 // Generations is ListGenerations from the listing.
 func (l *StreamListing) Generations() ([]int64, error) {
-	infos := l.Under(GenerationsPrefix(l.sid))
-	out := make([]int64, 0, len(infos))
-	for _, in := range infos {
-		g, err := ParseGenerationKey(in.Key)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, g)
-	}
-	return out, nil
+	return GenerationNumbers(l.Under(GenerationsPrefix(l.sid)))
 }

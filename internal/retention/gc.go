@@ -323,14 +323,12 @@ func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, 
 	if err != nil {
 		return nil, gp, err
 	}
+	gens, err := layout.GenerationNumbers(genInfos)
+	if err != nil {
+		return nil, gp, err
+	}
 	genModified := map[string]store.ObjectInfo{}
-	gens := make([]int64, 0, len(genInfos))
 	for _, in := range genInfos {
-		n, err := layout.ParseGenerationKey(in.Key)
-		if err != nil {
-			return nil, gp, err
-		}
-		gens = append(gens, n)
 		genModified[in.Key] = in
 	}
 	// Compacted generations: the coverage's members (ACTIVE or QUARANTINED)

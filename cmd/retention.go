@@ -274,8 +274,8 @@ type retentionJSON struct {
 // partition's result: under -o json and -o yaml the document is written
 // partition by partition, the very bytes writeJSON writes for the whole
 // report (retentionJSON); a table needs every row for its column widths,
-// so it keeps one row of short text per partition and is rendered at the
-// end. For the exit status it keeps the first partition failing with each
+// so it keeps one row of short text per partition (tableRows) and is
+// rendered at the end. For the exit status it keeps the first partition failing with each
 // code that outranks a plain failure.
 type retentionOut struct {
 	g      *globals
@@ -285,7 +285,7 @@ type retentionOut struct {
 	// more is written.
 	n              int
 	opened, failed bool
-	rows           [][]string
+	rows           *tableRows
 	worst          map[exitcode.Code]*retention.Result
 	notConfirmed   bool
 }
@@ -358,7 +358,10 @@ func (o *retentionOut) emit(r *retention.Result) error {
 		o.notConfirmed = true
 	}
 	if !o.g.json() {
-		o.rows = append(o.rows, retentionRow(r, o.dryRun))
+		if o.rows == nil {
+			o.rows = newTableRows(retentionHeaders(o.dryRun)...)
+		}
+		o.rows.add(retentionRow(r, o.dryRun)...)
 		return nil
 	}
 	yaml := wantsYAML(o.g.stdout)
@@ -417,15 +420,10 @@ func (o *retentionOut) finish(rep *retention.JobReport) error {
 			return o.write(append([]byte("\n  ]"), b[at+len(emptyPartitionsJSON):]...))
 		}
 	}
-	rows := o.rows
-	if rows == nil {
-		rows = [][]string{}
+	if o.rows == nil {
+		o.rows = newTableRows(retentionHeaders(rep.DryRun)...)
 	}
-	garbageCol := "GARBAGE BYTES"
-	if rep.DryRun {
-		garbageCol = "WOULD BE GARBAGE"
-	}
-	if err := writeTable(o.g.stdout, []string{"PARTITION", "LOG START", "NEW LOG START", "HW", garbageCol, "RESULT"}, rows); err != nil {
+	if err := o.rows.render(o.g.stdout); err != nil {
 		return err
 	}
 	w := o.g.stdout
@@ -441,6 +439,14 @@ func (o *retentionOut) finish(rep *retention.JobReport) error {
 			rep.Finished(), rep.Trimmed, rep.Unchanged, rep.Errors, rep.Resumed, rep.GarbageBytes, rep.Seconds)
 	}
 	return nil
+}
+
+func retentionHeaders(dryRun bool) []string {
+	garbageCol := "GARBAGE BYTES"
+	if dryRun {
+		garbageCol = "WOULD BE GARBAGE"
+	}
+	return []string{"PARTITION", "LOG START", "NEW LOG START", "HW", garbageCol, "RESULT"}
 }
 
 // retentionRow is a partition's table row.

@@ -77,6 +77,10 @@ The exit status is the worst over the partitions.` + exitStatusHelp("3 when a pa
 			defer prog.done()
 			rep, err := retention.GC(ctx, st, tps, retention.GCOptions{
 				DryRun: o.dryRun, Grace: o.grace, Now: time.Now(), Parallel: g.parallel(), Progress: prog.add,
+				// The table lists objects only with --verbose, and of the
+				// partitions only those kept or failed: the report need not
+				// hold one entry per object and partition (-o json does).
+				Lean: !g.json() && !o.verbose,
 				// Each partition's garbage is decided and deleted under
 				// its lease (never in a dry run): a compaction between its
 				// view PUT and its publish, or a trim, holds it.
@@ -134,7 +138,7 @@ The exit status is the worst over the partitions.` + exitStatusHelp("3 when a pa
 				fails.add(p.Err())
 			}
 			if fails.n > 0 {
-				return fails.err("gc", len(rep.Partitions))
+				return fails.err("gc", rep.Done())
 			}
 			if len(rep.Errors) > 0 {
 				return fmt.Errorf("gc: %d errors; first: %s", len(rep.Errors), rep.Errors[0])

@@ -1,6 +1,8 @@
 package cmd
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -179,18 +181,18 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 	if !o.dryRun && !o.yes {
 		// A first pass finds the partitions whose every record would go,
 		// so that they are confirmed (or refused) before anything is
-		// trimmed.
+		// trimmed; it keeps only their names.
 		first := opts
 		first.PlanOnly = true
-		prep, err := retention.RunJob(ctx, st, first)
-		if err != nil {
-			return err
-		}
 		var full []string
-		for _, r := range prep.Partitions {
+		first.Emit = func(r *retention.Result) error {
 			if r.RemovesEverything() {
 				full = append(full, fmt.Sprintf("%s-%d (log start %d -> HW %d)", r.Topic, r.Partition, r.CurrentLogStart, r.HW))
 			}
+			return nil
+		}
+		if _, err := retention.RunJob(ctx, st, first); err != nil {
+			return err
 		}
 		confirmed, err := confirmFull(g, "retention run", full)
 		if err != nil {
@@ -201,6 +203,8 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 	prog := g.progress("partitions", int64(len(tps)))
 	defer prog.done()
 	opts.OnPartition = func(done, total int, r *retention.Result) { prog.add(1) }
+	out := &retentionOut{g: g, dryRun: o.dryRun}
+	opts.Emit = out.emit
 	rep, err := retention.RunJob(ctx, st, opts)
 	prog.done()
 	if err != nil {
@@ -211,9 +215,10 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 			}
 			return exitcode.Wrap(code, err, "rerun with --restart to discard the progress (every partition is planned again; trims already done are no-ops)")
 		}
-		if rep != nil && (rep.Interrupted || errors.Is(err, retention.ErrProgressConflict)) {
-			// The partitions done so far, then the interruption.
-			if rerr := renderRetention(g, rep); rerr != nil {
+		if rep != nil && !out.failed && (rep.Interrupted || errors.Is(err, retention.ErrProgressConflict) || out.n > 0) {
+			// The partitions done so far, then the error (a streamed
+			// document is always closed).
+			if rerr := out.finish(rep); rerr != nil {
 				return rerr
 			}
 		}
@@ -229,31 +234,27 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 		if rep.DryRun {
 			fmt.Fprintf(g.stderr, "retention run: dry run: %s not written (a dry run never replaces the metrics of real runs)\n", o.metricsFile)
 		} else if err := localfile.WriteAtomic(o.metricsFile, retention.Metrics(rep, time.Now()), 0o644); err != nil {
+			if out.n > 0 {
+				_ = out.finish(rep)
+			}
 			return err
 		}
 	}
-	if err := renderRetention(g, rep); err != nil {
+	if err := out.finish(rep); err != nil {
 		return err
 	}
 	if rep.Errors > 0 {
-		err := fmt.Errorf("retention run: %d of %d partitions failed", rep.Errors, len(rep.Partitions))
+		err := fmt.Errorf("retention run: %d of %d partitions failed", rep.Errors, rep.Finished())
 		// The worst failure decides: missing or corrupt data (3), then a
 		// partition another job holds (4), then the rest.
 		for _, want := range []exitcode.Code{exitcode.Verify, exitcode.Blocked} {
-			for _, r := range rep.Partitions {
-				if r.Err == nil {
-					continue
-				}
+			if r := out.worst[want]; r != nil {
 				perr := leaseErr(layout.TopicPartition{Topic: r.Topic, Partition: r.Partition}, r.Err)
-				if exitcode.Of(perr) == want {
-					return exitcode.Wrap(want, fmt.Errorf("%w; %s-%d: %w", err, r.Topic, r.Partition, r.Err), exitcode.HintOf(perr))
-				}
+				return exitcode.Wrap(want, fmt.Errorf("%w; %s-%d: %w", err, r.Topic, r.Partition, r.Err), exitcode.HintOf(perr))
 			}
 		}
-		for _, r := range rep.Partitions {
-			if r.Error == retention.ErrNotConfirmed {
-				return exitcode.Wrap(exitcode.Usage, err, "a partition not confirmed in the first pass would lose every record; rerun, or pass --yes")
-			}
+		if out.notConfirmed {
+			return exitcode.Wrap(exitcode.Usage, err, "a partition not confirmed in the first pass would lose every record; rerun, or pass --yes")
 		}
 		return err
 	}
@@ -268,55 +269,206 @@ type retentionJSON struct {
 	Summary retention.JobSummary `json:"summary"`
 }
 
-// renderRetention prints a retention report: the JSON document or the
-// table and the summary line (worded as a plan on a dry run).
-func renderRetention(g *globals, rep *retention.JobReport) error {
-	if g.json() {
-		return writeJSON(g.stdout, retentionJSON{
-			trimJSON: trimJSON{SchemaVersion: SchemaVersion, DryRun: rep.DryRun, Partitions: nonNil(rep.Partitions)},
-			Summary:  rep.JobSummary,
-		})
+// retentionOut prints a retention run as its partitions finish, in the
+// selection's order (retention.JobOptions.Emit), so that the run keeps no
+// partition's result: under -o json and -o yaml the document is written
+// partition by partition, the very bytes writeJSON writes for the whole
+// report (retentionJSON); a table needs every row for its column widths,
+// so it keeps one row of short text per partition (tableRows) and is
+// rendered at the end. For the exit status it keeps the first partition failing with each
+// code that outranks a plain failure.
+type retentionOut struct {
+	g      *globals
+	dryRun bool
+	// n counts the partitions emitted; opened: the document's head is
+	// written (on the first partition); failed: a write failed, nothing
+	// more is written.
+	n              int
+	opened, failed bool
+	rows           *tableRows
+	worst          map[exitcode.Code]*retention.Result
+	notConfirmed   bool
+}
+
+// The members the streamed documents are cut at: the whole document
+// rendered with no partitions has this where the partitions go.
+const (
+	emptyPartitionsJSON = `"partitions": []`
+	emptyPartitionsYAML = "partitions: []\n"
+)
+
+// doc renders v as the output format does (writeJSON) into memory.
+func (o *retentionOut) doc(v any) ([]byte, error) {
+	var b bytes.Buffer
+	var err error
+	if wantsYAML(o.g.stdout) {
+		err = writeYAML(&b, v, false)
+	} else {
+		enc := json.NewEncoder(&b)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(v)
 	}
-	rows := make([][]string, 0, len(rep.Partitions))
-	for _, r := range rep.Partitions {
-		result := "unchanged"
-		switch {
-		case !r.OK():
-			result = "error: " + r.Error + ": " + r.ErrorDetail
-		case r.Trimmed() && rep.DryRun:
-			result = "would trim"
-		case r.Trimmed():
-			result = "trimmed"
-		}
-		if r.RemovesEverything() {
-			result += " (every record)"
-		}
-		if r.OK() && r.Plan != nil && r.Plan.OpenSegmentBytes > 0 {
-			result += fmt.Sprintf("; open segment's %d bytes freed when it rolls", r.Plan.OpenSegmentBytes)
-		}
-		garbage := int64(0)
-		if r.Plan != nil {
-			garbage = r.Plan.GarbageSize
-		}
-		rows = append(rows, []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), fmt.Sprint(r.CurrentLogStart), fmt.Sprint(r.NewLogStart), fmt.Sprint(r.HW), fmt.Sprint(garbage), result})
+	return b.Bytes(), err
+}
+
+// whole is the document of rep with no partitions, and where they go.
+func (o *retentionOut) whole(sum retention.JobSummary) ([]byte, int, error) {
+	b, err := o.doc(retentionJSON{
+		trimJSON: trimJSON{SchemaVersion: SchemaVersion, DryRun: o.dryRun, Partitions: []*retention.Result{}},
+		Summary:  sum,
+	})
+	if err != nil {
+		return nil, 0, err
 	}
-	garbageCol := "GARBAGE BYTES"
-	if rep.DryRun {
-		garbageCol = "WOULD BE GARBAGE"
+	marker := emptyPartitionsJSON
+	if wantsYAML(o.g.stdout) {
+		marker = emptyPartitionsYAML
 	}
-	if err := writeTable(g.stdout, []string{"PARTITION", "LOG START", "NEW LOG START", "HW", garbageCol, "RESULT"}, rows); err != nil {
-		return err
+	at := bytes.LastIndex(b, []byte(marker))
+	if at < 0 {
+		return nil, 0, fmt.Errorf("retention run: render the output: no partitions member")
 	}
-	switch {
-	case rep.Interrupted:
-		fmt.Fprintf(g.stdout, "retention run: interrupted: %d partitions done: %d trimmed, %d unchanged, %d errors (%d resumed from an interrupted run); %d bytes made garbage; %.1fs\n",
-			len(rep.Partitions), rep.Trimmed, rep.Unchanged, rep.Errors, rep.Resumed, rep.GarbageBytes, rep.Seconds)
-	case rep.DryRun:
-		fmt.Fprintf(g.stdout, "retention run (dry run, nothing changed): %d partitions: %d would trim, %d unchanged, %d errors; %d bytes would be made garbage; %.1fs\n",
-			len(rep.Partitions), rep.Trimmed, rep.Unchanged, rep.Errors, rep.GarbageBytes, rep.Seconds)
-	default:
-		fmt.Fprintf(g.stdout, "retention run: %d partitions: %d trimmed, %d unchanged, %d errors (%d resumed from an interrupted run); %d bytes made garbage; %.1fs\n",
-			len(rep.Partitions), rep.Trimmed, rep.Unchanged, rep.Errors, rep.Resumed, rep.GarbageBytes, rep.Seconds)
+	return b, at, nil
+}
+
+func (o *retentionOut) write(b []byte) error {
+	if o.failed {
+		return nil
+	}
+	if _, err := o.g.stdout.Write(b); err != nil {
+		o.failed = true
+		return fmt.Errorf("retention run: write the output: %w", err)
 	}
 	return nil
+}
+
+// emit takes one finished partition (retention.JobOptions.Emit).
+func (o *retentionOut) emit(r *retention.Result) error {
+	o.n++
+	if r.Err != nil {
+		code := exitcode.Of(leaseErr(layout.TopicPartition{Topic: r.Topic, Partition: r.Partition}, r.Err))
+		if (code == exitcode.Verify || code == exitcode.Blocked) && o.worst[code] == nil {
+			if o.worst == nil {
+				o.worst = map[exitcode.Code]*retention.Result{}
+			}
+			o.worst[code] = r
+		}
+	}
+	if r.Error == retention.ErrNotConfirmed {
+		o.notConfirmed = true
+	}
+	if !o.g.json() {
+		if o.rows == nil {
+			o.rows = newTableRows(retentionHeaders(o.dryRun)...)
+		}
+		o.rows.add(retentionRow(r, o.dryRun)...)
+		return nil
+	}
+	yaml := wantsYAML(o.g.stdout)
+	var out []byte
+	if !o.opened {
+		b, at, err := o.whole(retention.JobSummary{})
+		if err != nil {
+			return err
+		}
+		out = append(out, b[:at]...)
+		if yaml {
+			out = append(out, "partitions:\n"...)
+		} else {
+			out = append(out, `"partitions": [`...)
+		}
+		o.opened = true
+	}
+	if yaml {
+		b, err := o.doc(struct {
+			Partitions []*retention.Result `json:"partitions"`
+		}{[]*retention.Result{r}})
+		if err != nil {
+			return err
+		}
+		// Drop the "partitions:" line: the item is the rest.
+		out = append(out, b[bytes.IndexByte(b, '\n')+1:]...)
+	} else {
+		if o.n > 1 {
+			out = append(out, ',')
+		}
+		b, err := json.MarshalIndent(r, "    ", "  ")
+		if err != nil {
+			return err
+		}
+		out = append(out, "\n    "...)
+		out = append(out, b...)
+	}
+	return o.write(out)
+}
+
+// finish writes the rest of the output: the document's end with the
+// summary, or the table and the summary line (worded as a plan on a dry
+// run).
+func (o *retentionOut) finish(rep *retention.JobReport) error {
+	if o.g.json() {
+		b, at, err := o.whole(rep.JobSummary)
+		if err != nil {
+			return err
+		}
+		switch {
+		case !o.opened:
+			return o.write(b)
+		case wantsYAML(o.g.stdout):
+			return o.write(b[at+len(emptyPartitionsYAML):])
+		default:
+			return o.write(append([]byte("\n  ]"), b[at+len(emptyPartitionsJSON):]...))
+		}
+	}
+	if o.rows == nil {
+		o.rows = newTableRows(retentionHeaders(rep.DryRun)...)
+	}
+	if err := o.rows.render(o.g.stdout); err != nil {
+		return err
+	}
+	w := o.g.stdout
+	switch {
+	case rep.Interrupted:
+		fmt.Fprintf(w, "retention run: interrupted: %d partitions done: %d trimmed, %d unchanged, %d errors (%d resumed from an interrupted run); %d bytes made garbage; %.1fs\n",
+			rep.Finished(), rep.Trimmed, rep.Unchanged, rep.Errors, rep.Resumed, rep.GarbageBytes, rep.Seconds)
+	case rep.DryRun:
+		fmt.Fprintf(w, "retention run (dry run, nothing changed): %d partitions: %d would trim, %d unchanged, %d errors; %d bytes would be made garbage; %.1fs\n",
+			rep.Finished(), rep.Trimmed, rep.Unchanged, rep.Errors, rep.GarbageBytes, rep.Seconds)
+	default:
+		fmt.Fprintf(w, "retention run: %d partitions: %d trimmed, %d unchanged, %d errors (%d resumed from an interrupted run); %d bytes made garbage; %.1fs\n",
+			rep.Finished(), rep.Trimmed, rep.Unchanged, rep.Errors, rep.Resumed, rep.GarbageBytes, rep.Seconds)
+	}
+	return nil
+}
+
+func retentionHeaders(dryRun bool) []string {
+	garbageCol := "GARBAGE BYTES"
+	if dryRun {
+		garbageCol = "WOULD BE GARBAGE"
+	}
+	return []string{"PARTITION", "LOG START", "NEW LOG START", "HW", garbageCol, "RESULT"}
+}
+
+// retentionRow is a partition's table row.
+func retentionRow(r *retention.Result, dryRun bool) []string {
+	result := "unchanged"
+	switch {
+	case !r.OK():
+		result = "error: " + r.Error + ": " + r.ErrorDetail
+	case r.Trimmed() && dryRun:
+		result = "would trim"
+	case r.Trimmed():
+		result = "trimmed"
+	}
+	if r.RemovesEverything() {
+		result += " (every record)"
+	}
+	if r.OK() && r.Plan != nil && r.Plan.OpenSegmentBytes > 0 {
+		result += fmt.Sprintf("; open segment's %d bytes freed when it rolls", r.Plan.OpenSegmentBytes)
+	}
+	garbage := int64(0)
+	if r.Plan != nil {
+		garbage = r.Plan.GarbageSize
+	}
+	return []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), fmt.Sprint(r.CurrentLogStart), fmt.Sprint(r.NewLogStart), fmt.Sprint(r.HW), fmt.Sprint(garbage), result}
 }

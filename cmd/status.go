@@ -123,13 +123,20 @@ func renderStatus(g *globals, rows []status.Partition) error {
 		}
 		return writeJSON(g.stdout, statusJSON{SchemaVersion: SchemaVersion, Partitions: rows})
 	}
-	out := make([][]string, 0, len(rows))
+	headers := []string{"PARTITION", "STREAM", "LOG START", "HEAD", "LSO", "CHECKPOINT", "AGE", "TAIL OBJS", "COVERAGE", "BLOCKED", "CONFIG", "DATA LOSS"}
+	if g.wide() {
+		headers = append(headers, statusWideHeaders...)
+	}
+	// tableRows, not writeTable: the rows of a fleet are rendered without
+	// tablewriter's working copies (kilobytes a row).
+	out := newTableRows(headers...)
 	for _, r := range rows {
 		if r.Error != "" {
-			out = append(out, []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), r.StreamID, "-", "-", "-", "-", "-", "-", "-", "-", shortConfigSource(r.ConfigSource), "error: " + r.Error})
+			row := []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), r.StreamID, "-", "-", "-", "-", "-", "-", "-", "-", shortConfigSource(r.ConfigSource), "error: " + r.Error}
 			if g.wide() {
-				out[len(out)-1] = append(out[len(out)-1], "-", "-", "-", "-")
+				row = append(row, "-", "-", "-", "-")
 			}
+			out.add(row...)
 			continue
 		}
 		anchor, age, lso, tail := "-", "-", fmt.Sprint(r.LSO), fmt.Sprint(r.TailObjects)
@@ -152,16 +159,13 @@ func renderStatus(g *globals, rows []status.Partition) error {
 			loss = "missing " + strings.Join(parts, " ")
 			lso, tail = "-", "-"
 		}
-		out = append(out, []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), r.StreamID, fmt.Sprint(r.LogStart), fmt.Sprint(r.Head), lso, anchor, age, tail, r.Coverage, blocked, shortConfigSource(r.ConfigSource), loss})
+		row := []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), r.StreamID, fmt.Sprint(r.LogStart), fmt.Sprint(r.Head), lso, anchor, age, tail, r.Coverage, blocked, shortConfigSource(r.ConfigSource), loss}
 		if g.wide() {
-			out[len(out)-1] = append(out[len(out)-1], statusWide(r)...)
+			row = append(row, statusWide(r)...)
 		}
+		out.add(row...)
 	}
-	headers := []string{"PARTITION", "STREAM", "LOG START", "HEAD", "LSO", "CHECKPOINT", "AGE", "TAIL OBJS", "COVERAGE", "BLOCKED", "CONFIG", "DATA LOSS"}
-	if g.wide() {
-		headers = append(headers, statusWideHeaders...)
-	}
-	return writeTable(g.stdout, headers, out)
+	return out.render(g.stdout)
 }
 
 // statusNotes are the lines under the table that say what an operator

@@ -156,50 +156,8 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 		if err := writeJSON(g.stdout, verifyJSON{SchemaVersion: SchemaVersion, OK: code == exitcode.OK, Deep: o.deep, ReadOnly: o.readOnly, Findings: findings, Blocked: blocked, Errors: failed, BytesHashed: hashed, Seconds: secs, Partitions: reps}); err != nil {
 			return err
 		}
-	} else {
-		rows := [][]string{}
-		for _, r := range reps {
-			for _, f := range r.Findings {
-				rows = append(rows, []string{r.Partition, f.Scope, f.Check, f.Object, f.Detail})
-			}
-			switch {
-			case r.Quarantined:
-				fmt.Fprintf(g.stdout, "%s: QUARANTINED compacted set %s; the coordinator is blocked until repair\n", r.Partition, r.SetID)
-			case r.WouldQuarantine:
-				fmt.Fprintf(g.stdout, "%s: would QUARANTINE compacted set %s (read-only: nothing written)\n", r.Partition, r.SetID)
-			case r.Blocked:
-				fmt.Fprintf(g.stdout, "%s: BLOCKED: %s\n", r.Partition, r.BlockedReason)
-			}
-			if r.Error != "" {
-				fmt.Fprintf(g.stdout, "%s: ERROR: %s\n", r.Partition, r.Error)
-			}
-		}
-		if len(rows) > 0 {
-			if err := writeTable(g.stdout, []string{"PARTITION", "SCOPE", "CHECK", "OBJECT", "DETAIL"}, rows); err != nil {
-				return err
-			}
-			fmt.Fprintln(g.stdout)
-		}
-		prow := make([][]string, 0, len(reps))
-		for _, r := range reps {
-			prow = append(prow, []string{r.Partition, dash(r.Coverage, ""), fmt.Sprint(r.Objects), verifyResult(r)})
-		}
-		if err := writeTable(g.stdout, []string{"PARTITION", "COVERAGE", "OBJECTS", "RESULT"}, prow); err != nil {
-			return err
-		}
-		level := "default"
-		if o.deep {
-			level = "deep"
-		}
-		ro := ""
-		if o.readOnly {
-			ro = ", read-only"
-		}
-		errs := ""
-		if failed > 0 {
-			errs = fmt.Sprintf(", %d errors", failed)
-		}
-		fmt.Fprintf(g.stdout, "verify (%s%s): %d partitions, %d findings, %d blocked%s; %d bytes hashed in %.1fs\n", level, ro, len(reps), findings, blocked, errs, hashed, secs)
+	} else if err := renderVerifyText(g, reps, o.deep, o.readOnly, findings, blocked, failed, hashed, secs); err != nil {
+		return err
 	}
 	switch code {
 	case exitcode.OK:
@@ -211,6 +169,59 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 		return exitcode.BlockedErr(fmt.Errorf("verify: %d partition(s) blocked; first: %s", blocked, firstBlocked(reps)), "repair quarantined coverage with 'nereusctl repair TOPIC-PARTITION --digest sha256:...' (see 'nereusctl quarantine list'); restore a binding whose mandatory coverage is missing from a replica (docs/runbooks/coordinator-blocked.md)")
 	}
 	return exitcode.Wrap(code, fmt.Errorf("verify: %d of %d partitions could not be verified; first: %w", failed, len(reps), firstErr), exitcode.HintOf(firstErr))
+}
+
+// renderVerifyText prints verify's table output: the findings' table, a
+// line for each partition quarantined, blocked or failed, the partitions'
+// table and the summary line. The tables are tableRows (writeTable's
+// layout without tablewriter's working copies, kilobytes a row).
+func renderVerifyText(g *globals, reps []*verify.Report, deep, readOnly bool, findings, blocked, failed int, hashed int64, secs float64) error {
+	rows := newTableRows("PARTITION", "SCOPE", "CHECK", "OBJECT", "DETAIL")
+	n := 0
+	for _, r := range reps {
+		for _, f := range r.Findings {
+			rows.add(r.Partition, f.Scope, f.Check, f.Object, f.Detail)
+			n++
+		}
+		switch {
+		case r.Quarantined:
+			fmt.Fprintf(g.stdout, "%s: QUARANTINED compacted set %s; the coordinator is blocked until repair\n", r.Partition, r.SetID)
+		case r.WouldQuarantine:
+			fmt.Fprintf(g.stdout, "%s: would QUARANTINE compacted set %s (read-only: nothing written)\n", r.Partition, r.SetID)
+		case r.Blocked:
+			fmt.Fprintf(g.stdout, "%s: BLOCKED: %s\n", r.Partition, r.BlockedReason)
+		}
+		if r.Error != "" {
+			fmt.Fprintf(g.stdout, "%s: ERROR: %s\n", r.Partition, r.Error)
+		}
+	}
+	if n > 0 {
+		if err := rows.render(g.stdout); err != nil {
+			return err
+		}
+		fmt.Fprintln(g.stdout)
+	}
+	prow := newTableRows("PARTITION", "COVERAGE", "OBJECTS", "RESULT")
+	for _, r := range reps {
+		prow.add(r.Partition, dash(r.Coverage, ""), fmt.Sprint(r.Objects), verifyResult(r))
+	}
+	if err := prow.render(g.stdout); err != nil {
+		return err
+	}
+	level := "default"
+	if deep {
+		level = "deep"
+	}
+	ro := ""
+	if readOnly {
+		ro = ", read-only"
+	}
+	errs := ""
+	if failed > 0 {
+		errs = fmt.Sprintf(", %d errors", failed)
+	}
+	fmt.Fprintf(g.stdout, "verify (%s%s): %d partitions, %d findings, %d blocked%s; %d bytes hashed in %.1fs\n", level, ro, len(reps), findings, blocked, errs, hashed, secs)
+	return nil
 }
 
 // verifyResult is a partition's one-word outcome and its counts.

@@ -93,8 +93,10 @@ func AcquireWait(ctx context.Context, st store.Store, name string, o Options) (*
 // called. The returned context is cancelled (with cause ErrLost, or the
 // renewal's error) when a renewal fails, so work done under the lease
 // stops before another holder can take it: a renewal is attempted twice
-// within a TTL before the lease can expire. stop ends the renewals and
-// returns the first renewal failure, if any.
+// within a TTL before the lease can expire. stop ends the renewals,
+// cancels the returned context (so that it no longer hangs off ctx: a job
+// over many partitions would keep one per partition) and returns the
+// first renewal failure, if any.
 func (l *Lease) Keep(ctx context.Context) (context.Context, func() error) {
 	kctx, cancel := context.WithCancelCause(ctx)
 	done := make(chan struct{})
@@ -131,7 +133,7 @@ func (l *Lease) Keep(ctx context.Context) (context.Context, func() error) {
 		}
 	}()
 	stop := func() error {
-		once.Do(func() { close(done); wg.Wait() })
+		once.Do(func() { close(done); wg.Wait(); cancel(nil) })
 		return ferr
 	}
 	return kctx, stop

@@ -46,6 +46,14 @@ type GCOptions struct {
 	Partition func(ctx context.Context, tp layout.TopicPartition, fn func(ctx context.Context) error) error
 	// Parallel bounds how many partitions are collected at once (< 1: 1).
 	Parallel int
+	// Lean keeps in the report only what a summary needs: Items stays
+	// empty and Partitions holds only the partitions with something to
+	// say (kept data below the trim, an error); Totals, Objects, Bytes
+	// and Done still count every object and partition. The table output,
+	// which lists objects only with --verbose, needs no more, and then
+	// gc's memory does not grow with the objects or partitions it
+	// collects.
+	Lean bool
 }
 
 // MinBeyondHeadGrace is the least age of an object at or beyond its
@@ -98,7 +106,14 @@ type GCReport struct {
 	Errors     []string            `json:"errors"`
 	// KeptBeyondHead is the sum of the partitions' KeptBeyondHead.
 	KeptBeyondHead int `json:"kept_beyond_head"`
+
+	lean bool // GCOptions.Lean
+	done int  // partitions reported (Partitions holds them unless lean)
 }
+
+// Done is how many partitions the run reported (collected, or left alone
+// with their error), whether or not Partitions lists them (GCOptions.Lean).
+func (rep *GCReport) Done() int { return rep.done }
 
 // GCTotals counts one category.
 type GCTotals struct {
@@ -114,14 +129,16 @@ type GCTotals struct {
 // Deletions go objects first, manifests next, checkpoints last, so a killed
 // gc leaves only garbage that the next run finds again.
 func GC(ctx context.Context, st store.Store, tps []layout.TopicPartition, o GCOptions) (*GCReport, error) {
-	rep := &GCReport{DryRun: o.DryRun, Items: []GCItem{}, Partitions: []GCPartition{}, Totals: map[string]GCTotals{}, Errors: []string{}}
+	rep := &GCReport{DryRun: o.DryRun, Items: []GCItem{}, Partitions: []GCPartition{}, Totals: map[string]GCTotals{}, Errors: []string{}, lean: o.Lean}
 	// Partitions --parallel at once, each decided and deleted inside
-	// o.Partition (its lease); the report keeps the partitions' order.
+	// o.Partition (its lease); the report keeps the partitions' order
+	// (fleet.Each: each outcome is added as soon as those before it are,
+	// and not kept beyond).
 	type outcome struct {
 		items []GCItem // what was deleted (or would be)
 		gp    GCPartition
 	}
-	outs, err := fleet.Map(ctx, o.Parallel, tps, func(ctx context.Context, _ int, tp layout.TopicPartition) (outcome, error) {
+	err := fleet.Each(ctx, o.Parallel, tps, func(ctx context.Context, _ int, tp layout.TopicPartition) (outcome, error) {
 		var out outcome
 		out.gp = GCPartition{Partition: tp.String()}
 		run := func(ctx context.Context) error {
@@ -152,22 +169,18 @@ func GC(ctx context.Context, st store.Store, tps []layout.TopicPartition, o GCOp
 			o.Progress(1)
 		}
 		return out, ctx.Err()
-	})
-	for i := range tps {
-		if i >= len(outs) {
-			break
-		}
-		out := outs[i]
-		if out.gp.Partition == "" {
-			continue // never started: the run was interrupted
-		}
+	}, func(_ int, _ layout.TopicPartition, out outcome) error {
 		rep.record(out.items)
 		if out.gp.Error != "" {
 			rep.Errors = append(rep.Errors, out.gp.Error)
 		}
 		rep.KeptBeyondHead += out.gp.KeptBeyondHead
-		rep.Partitions = append(rep.Partitions, out.gp)
-	}
+		rep.done++
+		if !o.Lean || out.gp.Skipped != "" || out.gp.Error != "" {
+			rep.Partitions = append(rep.Partitions, out.gp)
+		}
+		return nil
+	})
 	if err != nil {
 		return rep, err
 	}
@@ -215,7 +228,9 @@ func GC(ctx context.Context, st store.Store, tps []layout.TopicPartition, o GCOp
 	}
 	if tmp != nil {
 		for _, f := range tmp.Files {
-			rep.Items = append(rep.Items, GCItem{Key: f.Path, Size: f.Size, Category: GarbageTempFile})
+			if !rep.lean {
+				rep.Items = append(rep.Items, GCItem{Key: f.Path, Size: f.Size, Category: GarbageTempFile})
+			}
 			t := rep.Totals[GarbageTempFile]
 			t.Objects++
 			t.Bytes += f.Size
@@ -265,7 +280,9 @@ func deleteItems(ctx context.Context, st store.Store, items []GCItem, dryRun boo
 // record adds deleted items to the report's list and totals.
 func (rep *GCReport) record(items []GCItem) {
 	for _, it := range items {
-		rep.Items = append(rep.Items, it)
+		if !rep.lean {
+			rep.Items = append(rep.Items, it)
+		}
 		t := rep.Totals[it.Category]
 		t.Objects++
 		t.Bytes += it.Size

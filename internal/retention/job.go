@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -64,15 +63,25 @@ type JobOptions struct {
 	// OnPartition is called after each partition (progress display), one
 	// call at a time, in the order the partitions finish.
 	OnPartition func(done, total int, r *Result)
+	// Emit, when set, receives every finished partition in the order of
+	// Partitions, one call at a time, as soon as every partition before it
+	// has been emitted (fleet.Each), and the report's Partitions stays
+	// empty: the caller streams its output, and the run keeps no
+	// partition's result once emitted, so its memory follows Parallel, not
+	// the number of partitions. An error from Emit (the output cannot be
+	// written) stops the run like a cancellation.
+	Emit func(r *Result) error
 	// Log receives the progress writes at debug level; nil logs nothing.
 	Log *slog.Logger
 }
 
 // Progress is the local progress file of a retention run: a cache of the
-// store progress (layout.RetentionProgress) holding each finished
-// partition's whole result, rewritten atomically whenever the store
-// progress is (at-least-once: a partition is recorded only once its trim
-// sequence is durable).
+// store progress (layout.RetentionProgress), rewritten atomically whenever
+// the store progress is (at-least-once: a partition is recorded only once
+// its trim sequence is durable). Each finished partition is the record the
+// store progress holds (log starts, HW, garbage bytes) in the shape of a
+// Result; a file written by an older nereusctl, which held every
+// partition's whole result, is read the same way.
 type Progress struct {
 	Version int `json:"version"`
 	// Store is the store's canonical identity (StoreIdentity).
@@ -111,12 +120,16 @@ var ErrProgressCorrupt = errors.New("progress is corrupt")
 // is live (exit 4). The run stops; its finished partitions stay durable.
 var ErrProgressConflict = errors.New("another run of this selection wrote its progress")
 
-// JobReport is the outcome of a retention run: its partitions and the
-// summary of them.
+// JobReport is the outcome of a retention run: its partitions (none when
+// JobOptions.Emit streamed them) and the summary of them.
 type JobReport struct {
 	JobSummary
 	Partitions []*Result `json:"partitions"`
 }
+
+// Finished is how many partitions the run reported: trimmed, unchanged
+// and failed (resumed ones included).
+func (s *JobSummary) Finished() int { return s.Trimmed + s.Unchanged + s.Errors }
 
 // JobSummary is a retention run's counts and circumstances (the summary of
 // `retention run -o json`).
@@ -194,7 +207,8 @@ func RunJob(ctx context.Context, st store.Store, o JobOptions) (*JobReport, erro
 		mu       sync.Mutex
 		finished int
 	)
-	results, err := fleet.Map(ctx, o.Parallel, o.Partitions, func(ctx context.Context, _ int, tp layout.TopicPartition) (*jobItem, error) {
+	all := true
+	err := fleet.Each(ctx, o.Parallel, o.Partitions, func(ctx context.Context, _ int, tp layout.TopicPartition) (*jobItem, error) {
 		it := rec.resumed(tp)
 		if it == nil {
 			var clock state.Clock
@@ -222,19 +236,23 @@ func RunJob(ctx context.Context, st store.Store, o JobOptions) (*JobReport, erro
 			mu.Unlock()
 		}
 		return it, nil
-	})
-	all := err == nil
-	for _, it := range results {
+	}, func(_ int, _ layout.TopicPartition, it *jobItem) error {
 		if it == nil {
 			all = false
-			continue
+			return nil
 		}
 		if it.resumed {
 			rep.Resumed++
 		}
-		rep.add(it.r)
+		rep.count(it.r)
 		rep.GarbageBytes += it.garbage
-	}
+		if o.Emit != nil {
+			return o.Emit(it.r)
+		}
+		rep.Partitions = append(rep.Partitions, it.r)
+		return nil
+	})
+	all = all && err == nil
 	if rec != nil {
 		// What finished is durable: record it even when the run was cut
 		// short (the context may be done, the write must not be).
@@ -279,17 +297,18 @@ func runLeased(ctx context.Context, st store.Store, o JobOptions, req Request) *
 }
 
 // recorder keeps a run's progress: the store document (authority for a
-// resume) and the local file (a cache of the full results). Finished
-// partitions are written at most every FlushEvery, store first.
+// resume) and the local file (a cache of it, written from it). Finished
+// partitions are written at most every FlushEvery, store first. Per
+// partition it keeps only the store document's record.
 type recorder struct {
 	st         store.Store
 	key, file  string
 	flushEvery time.Duration
 	log        *slog.Logger
 
-	mu        sync.Mutex // guards doc, local, dirty, lastFlush
+	mu        sync.Mutex // guards doc, dirty, lastFlush
 	doc       layout.RetentionProgress
-	local     Progress
+	local     Progress // the local file's header (Done is written from doc)
 	dirty     bool
 	lastFlush time.Time
 
@@ -320,7 +339,6 @@ func (rc *recorder) record(ctx context.Context, tp layout.TopicPartition, r *Res
 		d.NewLogStart = d.LogStart
 	}
 	rc.doc.Done = append(rc.doc.Done, d)
-	rc.local.Done[tp.String()] = r
 	rc.dirty = true
 	due := time.Since(rc.lastFlush) >= rc.flushEvery
 	rc.mu.Unlock()
@@ -344,11 +362,13 @@ func (rc *recorder) flush(ctx context.Context, complete bool) error {
 	now := time.Now()
 	rc.doc.UpdatedMs, rc.local.UpdatedMs = now.UnixMilli(), now.UnixMilli()
 	rc.doc.Complete, rc.local.Complete = complete, complete
-	doc := rc.doc
-	doc.Done = slices.Clone(rc.doc.Done)
-	localBytes, err := json.MarshalIndent(&rc.local, "", "  ")
+	doc, local := rc.doc, rc.local
+	// The records so far, without a copy: record only appends, past
+	// this length, and never changes one in place.
+	doc.Done = rc.doc.Done[:len(rc.doc.Done):len(rc.doc.Done)]
 	rc.dirty, rc.lastFlush = false, now
 	rc.mu.Unlock()
+	localBytes, err := encodeLocal(&local, doc.Done)
 	if err != nil {
 		return err
 	}
@@ -410,7 +430,7 @@ func openProgress(ctx context.Context, st store.Store, o JobOptions, targets []s
 		fresh.Holder = lease.Holder()
 	}
 	rc.doc = fresh
-	rc.local = Progress{Version: 1, Store: o.StoreID, Selection: o.Selection, Targets: targets, NowMs: fresh.NowMs, StartedMs: fresh.StartedMs, Done: map[string]*Result{}}
+	rc.local = Progress{Version: 1, Store: o.StoreID, Selection: o.Selection, Targets: targets, NowMs: fresh.NowMs, StartedMs: fresh.StartedMs}
 	var discarded string
 	if o.Restart {
 		var gone []string
@@ -470,23 +490,13 @@ func openProgress(ctx context.Context, st store.Store, o JobOptions, targets []s
 			break
 		}
 		// Resume: keep the run's clock so the plan does not shift under
-		// the partitions already done; take each one's whole result from
-		// the local cache where it holds this very run.
-		cached := local != nil && local.Store == o.StoreID && local.Selection == sdoc.Selection && local.NowMs == sdoc.NowMs && local.StartedMs == sdoc.StartedMs
+		// the partitions already done, each reported from its record
+		// (the local cache holds no more than the store document).
 		rc.doc = *sdoc
 		rc.doc.Holder = fresh.Holder
 		rc.local.NowMs, rc.local.StartedMs = sdoc.NowMs, sdoc.StartedMs
 		for _, d := range sdoc.Done {
-			it := &jobItem{resumed: true}
-			if cached && local.Done[d.Partition] != nil {
-				it.r = local.Done[d.Partition]
-			} else {
-				tp, _ := layout.ParseTopicPartition(d.Partition)
-				it.r = &Result{Topic: tp.Topic, Partition: tp.Partition, CurrentLogStart: d.LogStart, NewLogStart: d.NewLogStart, HW: d.HW}
-				it.garbage = d.GarbageBytes
-			}
-			rc.from[d.Partition] = it
-			rc.local.Done[d.Partition] = it.r
+			rc.from[d.Partition] = resumedItem(d)
 		}
 	case local != nil:
 		if !local.Complete && local.Store != o.StoreID {
@@ -514,12 +524,11 @@ func openProgress(ctx context.Context, st store.Store, o JobOptions, targets []s
 			if r == nil {
 				continue
 			}
-			rc.from[name] = &jobItem{r: r, resumed: true}
-			rc.local.Done[name] = r
 			d := layout.RetentionDone{Partition: name, LogStart: r.CurrentLogStart, NewLogStart: max(r.NewLogStart, r.CurrentLogStart), HW: max(r.HW, r.NewLogStart, r.CurrentLogStart)}
 			if r.Trimmed() && r.Plan != nil {
 				d.GarbageBytes = r.Plan.GarbageSize
 			}
+			rc.from[name] = resumedItem(d)
 			rc.doc.Done = append(rc.doc.Done, d)
 		}
 	}
@@ -534,8 +543,8 @@ func (rep *JobReport) interrupted(start time.Time) *JobReport {
 	return rep
 }
 
-func (rep *JobReport) add(r *Result) {
-	rep.Partitions = append(rep.Partitions, r)
+// count adds a partition's outcome to the summary.
+func (rep *JobReport) count(r *Result) {
 	switch {
 	case !r.OK():
 		rep.Errors++
@@ -547,6 +556,67 @@ func (rep *JobReport) add(r *Result) {
 	default:
 		rep.Unchanged++
 	}
+}
+
+// resumedItem is a partition an interrupted run finished, reported from
+// its progress record: log starts, HW and the garbage its trim made.
+func resumedItem(d layout.RetentionDone) *jobItem {
+	tp, _ := layout.ParseTopicPartition(d.Partition)
+	return &jobItem{
+		r:       &Result{Topic: tp.Topic, Partition: tp.Partition, CurrentLogStart: d.LogStart, NewLogStart: d.NewLogStart, HW: d.HW},
+		resumed: true, garbage: d.GarbageBytes,
+	}
+}
+
+// encodeLocal is the local progress file: p's header, and as Done the
+// store document's records, each in the shape of a Result (its garbage
+// bytes, where the trim made any, in a plan holding only them), encoded
+// one at a time rather than as a map of them all.
+func encodeLocal(p *Progress, done []layout.RetentionDone) ([]byte, error) {
+	head := *p
+	head.Done = map[string]*Result{}
+	b, err := json.MarshalIndent(&head, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	// The header ends with "done": {}, then "complete" (the last
+	// occurrence: nothing after it is a string); the records go between
+	// the braces.
+	at := bytes.LastIndex(b, []byte(`"done": {}`))
+	if at < 0 {
+		return nil, errors.New("retention run: encode progress file: no done member")
+	}
+	at += len(`"done": {`)
+	var out bytes.Buffer
+	out.Grow(len(b) + len(done)*160)
+	out.Write(b[:at])
+	for i, d := range done {
+		tp, err := layout.ParseTopicPartition(d.Partition)
+		if err != nil {
+			return nil, err
+		}
+		r := Result{Topic: tp.Topic, Partition: tp.Partition, CurrentLogStart: d.LogStart, NewLogStart: d.NewLogStart, HW: d.HW}
+		if d.GarbageBytes > 0 {
+			r.Plan = &Plan{CurrentLogStart: d.LogStart, HW: d.HW, NewLogStart: d.NewLogStart, Candidates: []Candidate{}, Garbage: []Segment{}, GarbageSize: d.GarbageBytes}
+		}
+		key, _ := json.Marshal(d.Partition)
+		val, err := json.Marshal(&r)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			out.WriteByte(',')
+		}
+		out.WriteString("\n    ")
+		out.Write(key)
+		out.WriteString(": ")
+		out.Write(val)
+	}
+	if len(done) > 0 {
+		out.WriteString("\n  ")
+	}
+	out.Write(b[at:])
+	return out.Bytes(), nil
 }
 
 func loadProgress(path string) (*Progress, error) {

@@ -1,0 +1,155 @@
+package retention
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/nereusctl/nereusctl/internal/demo"
+	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/lease"
+	"github.com/nereusctl/nereusctl/internal/store"
+)
+
+// heapLive is the live heap after a full collection.
+func heapLive() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
+// jobRetained runs a retention job (trims included) over a demo store of
+// perTopic partitions per user topic and returns how many partitions it
+// covered and the heap the job itself held when its last partition
+// finished: the live heap then, less the live heap once the job is over
+// and its report dropped. The store (which the trims grew), the selection
+// and the test's own data are in both and cancel out; what is left is
+// what the job keeps about the partitions it has done.
+func jobRetained(t *testing.T, perTopic int, dryRun bool) (int, int64) {
+	t.Helper()
+	ctx := context.Background()
+	st := store.NewMem(fmt.Sprintf("%s-%d", t.Name(), perTopic))
+	do := demo.Options{Partitions: perTopic, Records: 40 * perTopic, Seed: 1, Checkpoints: 1, Parallel: 4}
+	if _, err := demo.Run(ctx, st, do); err != nil {
+		t.Fatal(err)
+	}
+	tps, err := layout.ListBindings(ctx, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := JobOptions{
+		Partitions: tps, Selection: "--all ", Now: time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC), NowExplicit: true, DryRun: dryRun,
+		ProgressFile: filepath.Join(t.TempDir(), "p.json"), StoreID: "mem://" + t.Name(),
+		Lease: lease.Options{Holder: "test", TTL: time.Minute}, Parallel: 4, FlushEvery: 0,
+	}
+	var atLast int64 = -1
+	o.OnPartition = func(done, total int, _ *Result) {
+		if done == total {
+			atLast = heapLive()
+		}
+	}
+	emitted, trimmed := 0, 0
+	o.Emit = func(r *Result) error {
+		emitted++
+		if r.Trimmed() {
+			trimmed++
+		}
+		if !r.OK() {
+			return fmt.Errorf("%s-%d: %s", r.Topic, r.Partition, r.ErrorDetail)
+		}
+		return nil
+	}
+	rep, err := RunJob(ctx, st, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if emitted != len(tps) || rep.Finished() != len(tps) || trimmed == 0 || trimmed != rep.Trimmed {
+		t.Fatalf("%d of %d partitions emitted, %d reported, %d trimmed (%d in the summary)", emitted, len(tps), rep.Finished(), trimmed, rep.Trimmed)
+	}
+	rep = nil
+	after := heapLive()
+	runtime.KeepAlive(st)
+	runtime.KeepAlive(tps)
+	return len(tps), atLast - after
+}
+
+// TestJobMemoryIndependentOfPartitions: what a retention run keeps about
+// the partitions it has done does not grow with their number beyond the
+// progress record each one needs for a resume (a name and four numbers,
+// about 100 bytes): over N and 4N partitions, the heap the job holds when
+// its last partition finishes grows by less than a small bound per
+// partition, and a dry run (no progress) by next to nothing. It used to
+// keep every partition's whole result (plan, segments, candidates, trim)
+// twice, in the results and in the local progress cache, and every
+// partition lease's renewal context hung off the job's context until the
+// end (855 and 454 bytes a partition on these tiny partitions; kilobytes
+// on real ones, whose plans list more segments).
+func TestJobMemoryIndependentOfPartitions(t *testing.T) {
+	for _, c := range []struct {
+		dry   bool
+		bound float64 // bytes per added partition
+	}{{false, 256}, {true, 64}} {
+		t.Run(fmt.Sprintf("dry_run=%v", c.dry), func(t *testing.T) {
+			n1, r1 := jobRetained(t, 25, c.dry)
+			n4, r4 := jobRetained(t, 100, c.dry)
+			slope := float64(r4-r1) / float64(n4-n1)
+			t.Logf("job-held heap at the last partition: %d partitions %d bytes, %d partitions %d bytes: %.0f bytes per added partition", n1, r1, n4, r4, slope)
+			if slope > c.bound {
+				t.Fatalf("the job holds %.0f bytes more per partition (%d at %d partitions, %d at %d): want at most %.0f", slope, r1, n1, r4, n4, c.bound)
+			}
+		})
+	}
+}
+
+// TestJobLocalProgressHoldsTheRecords: the local progress file is a cache
+// of the store progress, no more: each finished partition is its record
+// (log starts, HW, garbage bytes), not its whole result, so that neither
+// the file nor the run that rewrites it every second grows with the plans;
+// it reads back as a Progress, and a resume from it reports what the
+// store document says.
+func TestJobLocalProgressHoldsTheRecords(t *testing.T) {
+	ctx := context.Background()
+	st := demoStore(t)
+	o := jobOptions(t, st, "mem://a", filepath.Join(t.TempDir(), "p.json"))
+	o.Now = time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC)
+	rep, err := RunJob(ctx, st, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Trimmed == 0 || rep.GarbageBytes == 0 {
+		t.Fatalf("trimmed %d, garbage %d: want trims that made garbage", rep.Trimmed, rep.GarbageBytes)
+	}
+	doc, _, err := layout.LoadRetentionProgress(ctx, st, rep.ProgressKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := loadProgress(o.ProgressFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Complete || len(p.Done) != len(doc.Done) || len(p.Targets) != len(o.Partitions) || p.Store != o.StoreID {
+		t.Fatalf("local progress: complete %v, %d done, %d targets, store %q; the store document has %d done of %d", p.Complete, len(p.Done), len(p.Targets), p.Store, len(doc.Done), doc.Targets)
+	}
+	var garbage int64
+	for _, d := range doc.Done {
+		r := p.Done[d.Partition]
+		if r == nil || fmt.Sprintf("%s-%d", r.Topic, r.Partition) != d.Partition || r.CurrentLogStart != d.LogStart || r.NewLogStart != d.NewLogStart || r.HW != d.HW {
+			t.Fatalf("local record of %s: %+v, want the store's %+v", d.Partition, r, d)
+		}
+		if r.Trim != nil || r.Checkpoint != "" || (r.Plan != nil && (len(r.Plan.Candidates) > 0 || len(r.Plan.Garbage) > 0)) {
+			t.Fatalf("local record of %s holds the whole result: %+v", d.Partition, r)
+		}
+		if d.GarbageBytes > 0 && (r.Plan == nil || r.Plan.GarbageSize != d.GarbageBytes) {
+			t.Fatalf("local record of %s lost its garbage bytes %d: %+v", d.Partition, d.GarbageBytes, r.Plan)
+		}
+		garbage += d.GarbageBytes
+	}
+	if garbage != rep.GarbageBytes {
+		t.Fatalf("the records hold %d garbage bytes, the run made %d", garbage, rep.GarbageBytes)
+	}
+}

@@ -4,14 +4,16 @@ import (
 	"bufio"
 	"io"
 	"strings"
+	"text/tabwriter"
 )
 
 // tableRows is a table a command over many partitions builds row by row
 // and renders at the end, exactly as writeTable renders it (every cell
 // trimmed, padded to its column's width, two spaces after each, the
-// header the same way), without tablewriter's working copies of every row
-// (about 8 KB allocated a row): a table of 100,000 partitions costs its
-// text and little more. writeTable measures a cell by its display width
+// header the same way), through the standard library's text/tabwriter
+// instead of tablewriter's working copies of every row (about 8 KB
+// allocated a row): a table of 100,000 partitions costs its text and
+// little more. writeTable measures a cell by its display width
 // and treats control characters its own way; a table holding anything but
 // printable ASCII is handed to it whole.
 type tableRows struct {
@@ -57,31 +59,28 @@ func (t *tableRows) render(w io.Writer) error {
 		}
 		return writeTable(w, t.headers, rows)
 	}
-	width := make([]int, len(t.headers))
-	for i, h := range t.headers {
-		width[i] = len(strings.Trim(h, " "))
-	}
-	for _, r := range t.rows {
-		for i, c := range r {
-			width[i] = max(width[i], len(c))
-		}
-	}
+	// text/tabwriter lays out what writeTable does for printable ASCII:
+	// each cell (the last one too) padded to its column's width plus two
+	// spaces. It holds the table's text until Flush, and nothing more.
 	bw := bufio.NewWriterSize(w, 64<<10)
-	line := func(cells []string, trim bool) {
-		for i, c := range cells {
-			if trim {
-				c = strings.Trim(c, " ")
-			}
-			bw.WriteString(c)
-			for n := len(c); n < width[i]+2; n++ {
-				bw.WriteByte(' ')
-			}
+	tw := tabwriter.NewWriter(bw, 0, 0, 2, ' ', 0)
+	line := func(cells []string) {
+		for _, c := range cells {
+			tw.Write([]byte(c))
+			tw.Write([]byte{'\t'})
 		}
-		bw.WriteByte('\n')
+		tw.Write([]byte{'\n'})
 	}
-	line(t.headers, true)
+	headers := make([]string, len(t.headers))
+	for i, h := range t.headers {
+		headers[i] = strings.Trim(h, " ")
+	}
+	line(headers)
 	for _, r := range t.rows {
-		line(r, false)
+		line(r)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
 	}
 	return bw.Flush()
 }

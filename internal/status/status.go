@@ -53,9 +53,8 @@ type Partition struct {
 	// BindingLogStart is the binding's observed_log_start. Below LogStart
 	// (the head's durable trim) it lags: a trim stopped between its head
 	// and binding steps (BindingLagsTrim); rerunning it finishes.
-	BindingLogStart int64           `json:"binding_log_start"`
-	BindingLagsTrim bool            `json:"binding_lags_trim"`
-	Binding         *layout.Binding `json:"-"`
+	BindingLogStart int64 `json:"binding_log_start"`
+	BindingLagsTrim bool  `json:"binding_lags_trim"`
 	// Err is the replay's error behind Error or DataLoss, for the exit
 	// status.
 	Err error `json:"-"`
@@ -122,7 +121,6 @@ func collectOne(ctx context.Context, st store.Store, tp layout.TopicPartition, n
 		row.Error, row.Err = err.Error(), err
 		return row
 	}
-	row.Binding = b
 	row.StreamID = b.StreamID
 	row.Coverage = b.Coverage.State
 	row.CoverageStart, row.CoverageEnd = b.Coverage.Start, b.Coverage.End

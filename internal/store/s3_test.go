@@ -148,7 +148,11 @@ func TestS3BadCredentials(t *testing.T) {
 	if !strings.Contains(err.Error(), "put bindings/t/0.json") {
 		t.Fatalf("error does not name the operation and key: %v", err)
 	}
-	if n := c.Counts()[store.VerbPut]; n != 1 {
+	// Retried, the permanent answer would take all 5 attempts. An attempt
+	// lost before any answer (a keep-alive connection the server closed,
+	// seen once under the race detector on a loaded machine) is transient
+	// and retried; the permanent answer after it is not.
+	if n := c.Counts()[store.VerbPut]; n < 1 || n >= 5 {
 		t.Fatalf("a permanent error was retried: %d PUTs", n)
 	}
 }

@@ -170,20 +170,12 @@ func (f *File) readInFolder(key string, r *Range, buf []byte) ([]byte, bool) {
 	return buf, true
 }
 
-// hashInlineMax is the size up to which the one-step read hashes the
-// bytes it read rather than read the digest attribute: on a small object
-// an MD5 and a SHA-256 in memory cost less than a system call.
-const hashInlineMax = 64 << 10
-
-// readInfoInFolder reads the whole of key into buf[:0] (grown when too
-// small) with its info as Head reports it, opening it once: openFD,
-// fstat, pread, close. With digests, they come from memory when
-// remembered for this version of the file, else from the bytes just read
-// (small objects) or the digest attribute (large ones), else from the
-// bytes; without (GetSizedInto: the caller hashes the bytes itself), the
-// info has no ETag and no SHA-256 and nothing is hashed. ok is false on
+// readSizedInFolder reads the whole of key into buf[:0] (grown when too
+// small) with its size and modification time, opening it once: openFD,
+// fstat, pread, close. Nothing is hashed (GetSizedInto: the caller hashes
+// the bytes itself): the info has no ETag and no SHA-256. ok is false on
 // any failure, for the general path to decide.
-func (f *File) readInfoInFolder(key string, buf []byte, digests bool) ([]byte, ObjectInfo, bool) {
+func (f *File) readSizedInFolder(key string, buf []byte) ([]byte, ObjectInfo, bool) {
 	fd, ok := f.openFD(key)
 	if !ok {
 		return nil, ObjectInfo{}, false
@@ -192,27 +184,6 @@ func (f *File) readInfoInFolder(key string, buf []byte, digests bool) ([]byte, O
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, ObjectInfo{}, false
-	}
-	id := fileID{dev: uint64(st.Dev), ino: st.Ino, ok: true}
-	mtime := time.Unix(st.Mtim.Sec, st.Mtim.Nsec)
-	fresh := func(e digestEntry) bool {
-		return e.id == id && e.size == st.Size && e.mtime == mtime.UnixNano() && e.recorded-e.mtime > int64(racyWindow)
-	}
-	var e digestEntry
-	known := !digests
-	if digests {
-		f.mu.Lock()
-		e, known = f.cache[key]
-		f.mu.Unlock()
-		known = known && fresh(e)
-		if !known && st.Size > hashInlineMax {
-			if e, known = readDigestAttrFD(fd); known {
-				e.id = id
-				if known = fresh(e); known {
-					f.store(key, e)
-				}
-			}
-		}
 	}
 	if int64(cap(buf)) < st.Size {
 		buf = make([]byte, st.Size)
@@ -228,17 +199,7 @@ func (f *File) readInfoInFolder(key string, buf []byte, digests bool) ([]byte, O
 		}
 		n += m
 	}
-	if !known {
-		// The digests of the bytes returned. Remembered only for a file
-		// older than the racy window (fresh): one edited while it was
-		// read has a newer mtime, which no later lookup matches.
-		f.digestBytes.Add(st.Size)
-		e = digestEntry{id: id, size: st.Size, mtime: mtime.UnixNano(), recorded: time.Now().UnixNano(), d: digest{md5: ETagOf(buf), sha: SHA256Of(buf)}}
-		if fresh(e) {
-			f.store(key, e)
-		}
-	}
-	return buf, ObjectInfo{Key: key, Size: st.Size, ETag: e.d.md5, SHA256: e.d.sha, Modified: mtime}, true
+	return buf, ObjectInfo{Key: key, Size: st.Size, Modified: time.Unix(st.Mtim.Sec, st.Mtim.Nsec)}, true
 }
 
 // readDirTyped reads folder dir, opened through the store root, for a

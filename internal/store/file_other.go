@@ -28,8 +28,8 @@ func (f *File) openInFolder(string) (*os.File, bool) { return nil, false }
 // readInFolder has no fast path here.
 func (f *File) readInFolder(string, *Range, []byte) ([]byte, bool) { return nil, false }
 
-// readInfoInFolder has no fast path here.
-func (f *File) readInfoInFolder(string, []byte, bool) ([]byte, ObjectInfo, bool) {
+// readSizedInFolder has no fast path here.
+func (f *File) readSizedInFolder(string, []byte) ([]byte, ObjectInfo, bool) {
 	return nil, ObjectInfo{}, false
 }
 

@@ -5,86 +5,6 @@ import (
 	"time"
 )
 
-// InfoGetter is implemented by stores (and decorators) that can read a
-// whole object together with what Head reports of it in one step: file://
-// opens the object once (fstat, the remembered digests, pread into the
-// caller's buffer) where Head and Get would open it twice. A job that
-// checks many small objects (verify --deep) pays the per-object system
-// calls once.
-type InfoGetter interface {
-	// GetInfoInto reads the whole object into buf[:0] (grown when too
-	// small; the result may alias buf) and returns its info as Head does
-	// (size, ETag, SHA-256 when the backend knows it, modification time).
-	GetInfoInto(ctx context.Context, key string, buf []byte) ([]byte, ObjectInfo, error)
-}
-
-// GetInfoInto reads key and its info in one step when s can (InfoGetter),
-// else with Head then GetInto. The result may alias buf.
-func GetInfoInto(ctx context.Context, s Store, key string, buf []byte) ([]byte, ObjectInfo, error) {
-	if g, ok := s.(InfoGetter); ok {
-		return g.GetInfoInto(ctx, key, buf)
-	}
-	info, err := s.Head(ctx, key)
-	if err != nil {
-		return nil, ObjectInfo{}, err
-	}
-	data, err := GetInto(ctx, s, key, buf)
-	if err != nil {
-		return nil, ObjectInfo{}, err
-	}
-	return data, info, nil
-}
-
-// GetInfoInto counts one HEAD and one GET: what it stands for, and what a
-// backend without the one-step read sends.
-func (c *Counter) GetInfoInto(ctx context.Context, key string, buf []byte) ([]byte, ObjectInfo, error) {
-	c.head.Add(1)
-	c.get.Add(1)
-	return GetInfoInto(ctx, c.s, key, buf)
-}
-
-// GetInfoInto retries like Get.
-func (r *Retry) GetInfoInto(ctx context.Context, key string, buf []byte) (b []byte, info ObjectInfo, err error) {
-	_, err = r.do(ctx, "get", key, func() error {
-		b, info, err = GetInfoInto(ctx, r.s, key, buf)
-		return err
-	})
-	return b, info, err
-}
-
-// GetInfoInto waits for two calls' turns (a HEAD and a GET).
-func (r *RateLimit) GetInfoInto(ctx context.Context, key string, buf []byte) ([]byte, ObjectInfo, error) {
-	for range 2 {
-		if err := r.wait(ctx, "get", key); err != nil {
-			return nil, ObjectInfo{}, err
-		}
-	}
-	return GetInfoInto(ctx, r.s, key, buf)
-}
-
-// GetInfoInto logs like GetInto.
-func (l *Logged) GetInfoInto(ctx context.Context, key string, buf []byte) ([]byte, ObjectInfo, error) {
-	start := time.Now()
-	b, info, err := GetInfoInto(ctx, l.s, key, buf)
-	l.done(ctx, "get", key, start, err, "bytes", len(b), "with_info", true)
-	return b, info, err
-}
-
-// GetInfoInto opens the object once (InfoGetter); what the fast read in
-// its folder does not take goes through Head and the general read.
-func (f *File) GetInfoInto(ctx context.Context, key string, buf []byte) ([]byte, ObjectInfo, error) {
-	if err := fileKey(key); err != nil {
-		return nil, ObjectInfo{}, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, ObjectInfo{}, err
-	}
-	if data, info, ok := f.readInfoInFolder(key, buf, true); ok {
-		return data, info, nil
-	}
-	return f.getInfoGeneral(key)
-}
-
 // getInfoGeneral is Head then the general read, for what the fast read in
 // the folder did not take.
 func (f *File) getInfoGeneral(key string) ([]byte, ObjectInfo, error) {
@@ -99,27 +19,15 @@ func (f *File) getInfoGeneral(key string) ([]byte, ObjectInfo, error) {
 	return data, info, nil
 }
 
-// GetInfoInto cuts like GetInto: without it the one-step read of the store
-// beneath (file://: one open) fell back to Head then GetInto under every
-// --request-timeout (two opens and a digest-attribute read per object).
-func (t *Timeout) GetInfoInto(ctx context.Context, key string, buf []byte) (b []byte, info ObjectInfo, err error) {
-	err = t.call(ctx, "get", key, func(ctx context.Context) error {
-		b, info, err = GetInfoInto(ctx, t.s, key, buf)
-		return err
-	})
-	if err != nil {
-		return nil, ObjectInfo{}, err
-	}
-	return b, info, nil
-}
-
 // SizedGetter is implemented by stores (and decorators) that can read a
 // whole object with its size and modification time in one step without
 // computing digests, for a caller that hashes the bytes itself (verify
 // --deep checks the SHA-256 of what it read, so the digests file:// would
 // compute for the info, a second SHA-256 and an MD5, are work done twice).
 type SizedGetter interface {
-	// GetSizedInto is GetInfoInto whose info may lack the digests: SHA256
+	// GetSizedInto reads the whole object into buf[:0] (grown when too
+	// small; the result may alias buf) and returns its size and
+	// modification time as Head does, and maybe not its digests: SHA256
 	// may be empty, and ETag is empty only where the backend's ETag is
 	// the hex MD5 of the bytes returned (file://), for the caller to
 	// compute from them if it needs it.
@@ -127,18 +35,26 @@ type SizedGetter interface {
 }
 
 // GetSizedInto reads key with its size in one step, digests left to the
-// caller, when s can (SizedGetter), else with GetInfoInto. The result may
-// alias buf. An empty ETag in the info is the hex MD5 of the bytes
-// (ETagOf).
+// caller, when s can (SizedGetter), else with Head then GetInto. The
+// result may alias buf. An empty ETag in the info is the hex MD5 of the
+// bytes (ETagOf).
 func GetSizedInto(ctx context.Context, s Store, key string, buf []byte) ([]byte, ObjectInfo, error) {
 	if g, ok := s.(SizedGetter); ok {
 		return g.GetSizedInto(ctx, key, buf)
 	}
-	return GetInfoInto(ctx, s, key, buf)
+	info, err := s.Head(ctx, key)
+	if err != nil {
+		return nil, ObjectInfo{}, err
+	}
+	data, err := GetInto(ctx, s, key, buf)
+	if err != nil {
+		return nil, ObjectInfo{}, err
+	}
+	return data, info, nil
 }
 
-// GetSizedInto counts like GetInfoInto (what a backend without the
-// one-step read sends).
+// GetSizedInto counts one HEAD and one GET: what it stands for, and what
+// a backend without the one-step read sends.
 func (c *Counter) GetSizedInto(ctx context.Context, key string, buf []byte) ([]byte, ObjectInfo, error) {
 	c.head.Add(1)
 	c.get.Add(1)
@@ -154,7 +70,7 @@ func (r *Retry) GetSizedInto(ctx context.Context, key string, buf []byte) (b []b
 	return b, info, err
 }
 
-// GetSizedInto waits like GetInfoInto.
+// GetSizedInto waits for two calls' turns (a HEAD and a GET).
 func (r *RateLimit) GetSizedInto(ctx context.Context, key string, buf []byte) ([]byte, ObjectInfo, error) {
 	for range 2 {
 		if err := r.wait(ctx, "get", key); err != nil {
@@ -194,7 +110,7 @@ func (f *File) GetSizedInto(ctx context.Context, key string, buf []byte) ([]byte
 	if err := ctx.Err(); err != nil {
 		return nil, ObjectInfo{}, err
 	}
-	if data, info, ok := f.readInfoInFolder(key, buf, false); ok {
+	if data, info, ok := f.readSizedInFolder(key, buf); ok {
 		return data, info, nil
 	}
 	return f.getInfoGeneral(key)

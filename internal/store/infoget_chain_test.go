@@ -11,73 +11,26 @@ import (
 	"github.com/nereusctl/nereusctl/internal/store"
 )
 
-// oneStep is a store whose Head and GetInto fail: only its one-step read
-// (InfoGetter) answers, so a decorator that falls back to Head + GetInto
-// shows.
-type oneStep struct {
-	store.Store
-	calls int
-}
+// twoSteps is a store whose Head and GetInto fail, so a decorator that
+// falls back to reading in two steps shows.
+type twoSteps struct{ store.Store }
 
 var errTwoSteps = errors.New("read in two steps: Head then GetInto")
 
-func (o *oneStep) Head(context.Context, string) (store.ObjectInfo, error) {
+func (twoSteps) Head(context.Context, string) (store.ObjectInfo, error) {
 	return store.ObjectInfo{}, errTwoSteps
 }
 
-func (o *oneStep) GetInto(context.Context, string, []byte) ([]byte, error) {
+func (twoSteps) GetInto(context.Context, string, []byte) ([]byte, error) {
 	return nil, errTwoSteps
 }
 
-func (o *oneStep) GetInfoInto(_ context.Context, key string, buf []byte) ([]byte, store.ObjectInfo, error) {
-	o.calls++
-	return append(buf[:0], "bytes"...), store.ObjectInfo{Key: key, Size: 5}, nil
-}
-
-// TestGetInfoIntoThroughEveryDecorator: the decorators cmd stacks on a
-// store (timeout, log, rate limit, retry, counter) each pass the one-step
-// read down, so verify --deep opens a file:// object once.
-func TestGetInfoIntoThroughEveryDecorator(t *testing.T) {
-	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	chains := map[string]func(store.Store) store.Store{
-		"timeout":   func(s store.Store) store.Store { return store.WithTimeout(s, time.Minute) },
-		"log":       func(s store.Store) store.Store { return store.WithLog(s, log) },
-		"ratelimit": func(s store.Store) store.Store { return store.WithRateLimit(s, 1000) },
-		"retry":     func(s store.Store) store.Store { return store.WithRetry(s, store.DefaultRetryPolicy()) },
-		"counter":   func(s store.Store) store.Store { return store.NewCounter(s) },
-		"as cmd opens it": func(s store.Store) store.Store {
-			s = store.WithTimeout(s, time.Minute)
-			s = store.WithLog(s, log)
-			s = store.WithRateLimit(s, 1000)
-			return store.WithRetry(s, store.DefaultRetryPolicy())
-		},
-	}
-	for name, wrap := range chains {
-		t.Run(name, func(t *testing.T) {
-			inner := &oneStep{Store: store.NewMem("onestep")}
-			s := wrap(inner)
-			data, info, err := store.GetInfoInto(ctx, s, "streams/x/0.kb", make([]byte, 0, 8))
-			if err != nil {
-				t.Fatalf("GetInfoInto through %s: %v", name, err)
-			}
-			if string(data) != "bytes" || info.Size != 5 || inner.calls != 1 {
-				t.Fatalf("through %s: data %q, info %+v, one-step calls %d", name, data, info, inner.calls)
-			}
-		})
-	}
-}
-
-// cheapOnly is a store whose List, Head, GetInto and GetInfoInto fail:
+// cheapOnly is a store whose List, Head and GetInto fail:
 // only its digest-free read (SizedGetter) and its key listing (KeyLister)
 // answer, so a decorator that falls back to the costlier calls shows.
 type cheapOnly struct {
-	oneStep
+	twoSteps
 	sized, keys int
-}
-
-func (c *cheapOnly) GetInfoInto(context.Context, string, []byte) ([]byte, store.ObjectInfo, error) {
-	return nil, store.ObjectInfo{}, errors.New("read with the store's digests")
 }
 
 func (c *cheapOnly) GetSizedInto(_ context.Context, key string, buf []byte) ([]byte, store.ObjectInfo, error) {
@@ -98,7 +51,7 @@ func (c *cheapOnly) ListKeys(context.Context, string) ([]store.ObjectInfo, error
 // stacks each pass the digest-free read and the key listing down, so
 // verify --deep neither hashes in the store nor stats a listing on
 // file://, whatever wraps it; and a store without them is read and listed
-// the usual way (GetInfoInto, List).
+// the usual way (Head then GetInto, List).
 func TestSizedReadAndKeyListingThroughEveryDecorator(t *testing.T) {
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -117,7 +70,7 @@ func TestSizedReadAndKeyListingThroughEveryDecorator(t *testing.T) {
 	}
 	for name, wrap := range chains {
 		t.Run(name, func(t *testing.T) {
-			inner := &cheapOnly{oneStep: oneStep{Store: store.NewMem("cheap")}}
+			inner := &cheapOnly{twoSteps: twoSteps{Store: store.NewMem("cheap")}}
 			s := wrap(inner)
 			data, info, err := store.GetSizedInto(ctx, s, "streams/x/0.kb", make([]byte, 0, 8))
 			if err != nil || string(data) != "bytes" || info.Size != 5 || inner.sized != 1 {
@@ -129,7 +82,7 @@ func TestSizedReadAndKeyListingThroughEveryDecorator(t *testing.T) {
 			}
 		})
 	}
-	// Without them: GetInfoInto (its digests included) and List.
+	// Without them: Head then GetInto (the digests included) and List.
 	mem := store.NewMem("plain")
 	if _, err := mem.Put(ctx, "streams/x/objects/0.kb", []byte("abc"), store.None()); err != nil {
 		t.Fatal(err)

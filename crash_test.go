@@ -798,10 +798,17 @@ func uncompact(t *testing.T, dir, topic string, p int32) {
 // it, and returns the member's digest (its name).
 func quarantineMember(t *testing.T, dir, replica, topic string, p int32) (digest string) {
 	t.Helper()
-	ctx := context.Background()
 	if err := os.CopyFS(replica, os.DirFS(dir)); err != nil {
 		t.Fatal(err)
 	}
+	return damage(t, dir, topic, p)
+}
+
+// damage flips a byte of one member object of topic-p's compacted set,
+// lets verify quarantine it (exit 3), and returns the member's digest.
+func damage(t *testing.T, dir, topic string, p int32) (digest string) {
+	t.Helper()
+	ctx := context.Background()
 	st := fileStore(t, dir)
 	b, _, err := layout.LoadBinding(ctx, st, topic, p)
 	if err != nil {

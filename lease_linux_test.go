@@ -434,33 +434,6 @@ func cli2(t *testing.T, dir string, args ...string) (string, error) {
 	return out, nil
 }
 
-// damage flips a byte of one member object of topic-p's set and lets
-// verify quarantine it.
-func damage(t *testing.T, dir, topic string, p int32) {
-	t.Helper()
-	ctx := context.Background()
-	st := fileStore(t, dir)
-	b, _, err := layout.LoadBinding(ctx, st, topic, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	objs, err := st.List(ctx, layout.StreamPrefix(b.StreamID)+"compacted/")
-	if err != nil || len(objs) == 0 {
-		t.Fatalf("%s-%d: compacted objects: %d, %v", topic, p, len(objs), err)
-	}
-	data, err := st.Get(ctx, objs[0].Key, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data[len(data)/2] ^= 0xff
-	if _, err := st.Put(ctx, objs[0].Key, data, store.None()); err != nil {
-		t.Fatal(err)
-	}
-	if code, out, errb := cli(t, "file://"+dir, nil, "verify", fmt.Sprintf("%s-%d", topic, p)); code != 3 {
-		t.Fatalf("verify of the damaged set: exit %d, want 3\n%s%s", code, out, errb)
-	}
-}
-
 // TestTwoTrimsOnOnePartitionNeverInterleave: a trim stopped (SIGSTOP)
 // between its pre-trim checkpoint and its head CAS holds orders-0's lease;
 // a second trim process to another target waits --lease-wait and exits 4

@@ -214,11 +214,7 @@ func List(ctx context.Context, st store.Store, b *layout.Binding) ([]Entry, erro
 	if err != nil {
 		return nil, err
 	}
-	objs, err := layout.ListObjects(ctx, st, b.StreamID)
-	if err != nil {
-		return nil, err
-	}
-	infos, err := st.List(ctx, layout.CheckpointsPrefix(b.StreamID))
+	lister, _, infos, err := listObjectsAndCheckpoints(ctx, st, b.StreamID)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +229,7 @@ func List(ctx context.Context, st store.Store, b *layout.Binding) ([]Entry, erro
 		}
 		e.Anchor, e.Root = anchor, r12
 		e.Referenced = b.CheckpointRef != nil && b.CheckpointRef.Key == in.Key
-		cp, reason, detail := Check(ctx, st, b, h, AllObjects(objs), in)
+		cp, reason, detail := Check(ctx, st, b, h, lister, in)
 		e.Valid, e.Reason, e.Detail = reason == "", reason, detail
 		if cp != nil && cp.Root != "" {
 			e.Root = cp.Root
@@ -275,19 +271,30 @@ func Verify(ctx context.Context, st store.Store, b *layout.Binding) (*VerifyRepo
 // the checkpoints are listed together (one LIST on S3 for a stream of at
 // most a page of keys: Objects.Prefetch).
 func VerifyAt(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Head) (*VerifyReport, error) {
-	lister := NewObjects(ctx, st, b.StreamID)
-	if err := lister.Prefetch(); err != nil {
-		return nil, err
-	}
-	objs, err := lister.All()
-	if err != nil {
-		return nil, err
-	}
-	infos, err := lister.Checkpoints()
+	_, objs, infos, err := listObjectsAndCheckpoints(ctx, st, b.StreamID)
 	if err != nil {
 		return nil, err
 	}
 	return VerifyListed(ctx, st, b, h, objs, infos)
+}
+
+// listObjectsAndCheckpoints lists a stream's objects (all of them) and
+// its checkpoints, from its one LIST page where it fits
+// (Objects.Prefetch); the returned Objects holds the complete listing.
+func listObjectsAndCheckpoints(ctx context.Context, st store.Store, sid string) (*Objects, []layout.StreamObject, []store.ObjectInfo, error) {
+	lister := NewObjects(ctx, st, sid)
+	if err := lister.Prefetch(); err != nil {
+		return nil, nil, nil, err
+	}
+	objs, err := lister.All()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	infos, err := lister.Checkpoints()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return lister, objs, infos, nil
 }
 
 // VerifyListed is Verify over the head, the stream's objects and the

@@ -77,7 +77,8 @@ func TestReplayListsTheStreamInOnePage(t *testing.T) {
 
 // TestCheckpointVerifyListsOnceAndTrustsTheListing: checkpoint verify of a
 // stream whose keys fit a page sends one LIST and no HEAD on a store whose
-// listing has ETags (S3, mem://), with the per-prefix path's result.
+// listing has ETags (S3, mem://), with the per-prefix path's result; so
+// does checkpoint list.
 func TestCheckpointVerifyListsOnceAndTrustsTheListing(t *testing.T) {
 	ctx := context.Background()
 	f, _ := twoCheckpoints(t)
@@ -100,6 +101,22 @@ func TestCheckpointVerifyListsOnceAndTrustsTheListing(t *testing.T) {
 	}
 	if c := ctr.Counts(); c[store.VerbList] != 1 || c[store.VerbHead] != 0 {
 		t.Fatalf("checkpoint verify sent %d LISTs and %d HEADs, want 1 and 0", c[store.VerbList], c[store.VerbHead])
+	}
+	// checkpoint list lists the same way.
+	ctr = store.NewCounter(f.st)
+	entries, err := List(ctx, ctr, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perEntries, err := List(ctx, unpaged{f.st}, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(entries, perEntries) || len(entries) != 2 {
+		t.Fatalf("checkpoint list: %+v, per prefix %+v", entries, perEntries)
+	}
+	if n := ctr.Counts()[store.VerbList]; n != 1 {
+		t.Fatalf("checkpoint list sent %d LISTs, want 1", n)
 	}
 }
 

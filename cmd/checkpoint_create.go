@@ -12,7 +12,6 @@ import (
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/state"
 	"github.com/nereusctl/nereusctl/internal/store"
-	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
 type checkpointCreateOptions struct {
@@ -170,7 +169,7 @@ func checkpointCreateOne(ctx context.Context, st store.Store, tp layout.TopicPar
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := verify.LoadHead(ctx, st, b.StreamID); verify.IsMalformed(err) {
+	if _, _, err := layout.LoadHead(ctx, st, b.StreamID); layout.IsCorrupt(err) {
 		return nil, exitcode.VerifyErr(fmt.Errorf("checkpoint create %s: stream head: %w", tp, err))
 	}
 	create := recovery.CreateAt

@@ -11,7 +11,6 @@ import (
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/store"
-	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
 type checkpointVerifyOptions struct {
@@ -111,9 +110,9 @@ func checkpointVerifyOne(ctx context.Context, st store.Store, tp layout.TopicPar
 	}
 	// The head decides what the checkpoints are checked against: a head
 	// that is missing or does not decode is corruption, not an I/O error.
-	h, _, err := verify.LoadHead(ctx, st, b.StreamID)
+	h, _, err := layout.LoadHead(ctx, st, b.StreamID)
 	if err != nil {
-		if verify.IsMalformed(err) || isNotFound(err) {
+		if layout.IsCorrupt(err) || isNotFound(err) {
 			return exitcode.VerifyErr(fmt.Errorf("verify checkpoints of %s: stream head: %w", tp, err))
 		}
 		return fmt.Errorf("verify checkpoints of %s: %w", tp, err)

@@ -13,7 +13,6 @@ import (
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/fleet"
 	"github.com/nereusctl/nereusctl/internal/layout"
-	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
 type compactOptions struct {
@@ -224,7 +223,7 @@ func compactErr(err error) error {
 		return exitcode.BlockedErr(err, "repair the quarantined set first: 'nereusctl quarantine list', 'nereusctl repair' ("+exitcode.RunbookBlocked+")")
 	case errors.Is(err, compaction.ErrNotCompacted):
 		return exitcode.UsageErr(err)
-	case exitcode.IsCorruption(err), verify.IsMalformed(err), errors.Is(err, compaction.ErrSourceChanged):
+	case exitcode.IsCorruption(err), layout.IsCorrupt(err), errors.Is(err, compaction.ErrSourceChanged):
 		return exitcode.VerifyErr(err)
 	}
 	return err

@@ -82,7 +82,7 @@ with key and value in base64 (null when absent). Nothing is written.` + exitStat
 			if err != nil {
 				return err
 			}
-			return corruptionErr(runDump(cmd, g, opt, args[0], o.raw))
+			return runDump(cmd, g, opt, args[0], o.raw)
 		},
 	}
 	o.addFlags(c)

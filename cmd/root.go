@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/nereusctl/nereusctl/internal/errkind"
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/fleet"
 	"github.com/nereusctl/nereusctl/internal/lease"
@@ -220,7 +221,7 @@ func (g *globals) reportError(root, failed *cobra.Command, args []string, out *t
 	doc := errorDocument{SchemaVersion: SchemaVersion, Error: errorBody{
 		Code: int(code), Name: code.Name(), Message: msg, Hint: hint,
 	}}
-	doc.Error.Object, doc.Error.Check = exitcode.FindingOf(err)
+	doc.Error.Object, doc.Error.Check = errkind.FindingOf(err)
 	if doc.Error.Object == "" {
 		doc.Error.Object = store.KeyOf(err)
 	}

@@ -185,7 +185,7 @@ func renderTrimResults(g *globals, dryRun bool, rs []*retention.Result, kafkaSty
 			}
 			c := exitcode.Error
 			if r.Err != nil {
-				c = partitionErrCode(r.Err)
+				c = exitcode.Of(r.Err)
 			}
 			code = worse(code, c)
 		}

@@ -145,7 +145,7 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 		}
 		if r.Err() != nil {
 			failed++
-			code = worse(code, partitionErrCode(r.Err()))
+			code = worse(code, exitcode.Of(r.Err()))
 			if firstErr == nil {
 				firstErr = r.Err()
 			}

@@ -22,7 +22,6 @@ import (
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/stream"
-	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
 // ErrBlocked is returned for a partition whose compacted coverage is
@@ -127,7 +126,7 @@ func Freeze(ctx context.Context, st store.Store, b *layout.Binding, nowMs int64)
 		p.Params.PrevSetID = b.Coverage.SetID
 		p.PrevEnd = max(b.Coverage.End, p.Base)
 		for _, m := range b.Coverage.Members {
-			g, sum, err := verify.LoadGeneration(ctx, st, b.StreamID, m.Gen)
+			g, sum, err := layout.LoadGeneration(ctx, st, b.StreamID, m.Gen)
 			if err != nil {
 				return nil, "", fmt.Errorf("compact %s: previous set member %d: %w", b.Name(), m.Gen, err)
 			}
@@ -144,7 +143,7 @@ func Freeze(ctx context.Context, st store.Store, b *layout.Binding, nowMs int64)
 	}
 	var committed []source
 	for _, n := range gens {
-		g, sum, err := verify.LoadGeneration(ctx, st, b.StreamID, n)
+		g, sum, err := layout.LoadGeneration(ctx, st, b.StreamID, n)
 		if err != nil {
 			return nil, "", err
 		}
@@ -374,7 +373,7 @@ func publish(ctx context.Context, st store.Store, g *layout.Generation) (int64, 
 		newestSource = max(newestSource, s.Gen)
 	}
 	for i := len(gens) - 1; i >= 0 && gens[i] > newestSource; i-- {
-		old, sum, err := verify.LoadGeneration(ctx, st, g.StreamID, gens[i])
+		old, sum, err := layout.LoadGeneration(ctx, st, g.StreamID, gens[i])
 		if err != nil {
 			return 0, "", err
 		}

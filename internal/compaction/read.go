@@ -12,7 +12,6 @@ import (
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/stream"
-	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
 // ErrViewCorrupt marks a compacted view of ACTIVE coverage whose member
@@ -126,9 +125,9 @@ func readView(ctx context.Context, st store.Store, b *layout.Binding, at int64, 
 	members := append([]layout.SetMember(nil), b.Coverage.Members...)
 	var gens []*layout.Generation
 	for _, m := range members {
-		g, sum, err := verify.LoadGeneration(ctx, st, b.StreamID, m.Gen)
+		g, sum, err := layout.LoadGeneration(ctx, st, b.StreamID, m.Gen)
 		if err != nil {
-			if verify.IsMalformed(err) || errors.Is(err, store.ErrNotFound) {
+			if layout.IsCorrupt(err) || errors.Is(err, store.ErrNotFound) {
 				err = fmt.Errorf("%w: %w", ErrViewCorrupt, err)
 			}
 			return fmt.Errorf("read %s: compacted generation %d: %w (coverage is ACTIVE; run 'nereusctl verify %s')", b.Name(), m.Gen, err, b.Name())

@@ -8,7 +8,6 @@ import (
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/stream"
-	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
 // Batch is one stored batch as a Source hands it to the dump.
@@ -57,7 +56,7 @@ type CommittedSource struct {
 
 // OpenCommitted loads the head and the object listing of b's stream.
 func OpenCommitted(ctx context.Context, st store.Store, b *layout.Binding) (*CommittedSource, error) {
-	h, _, err := verify.LoadHead(ctx, st, b.StreamID)
+	h, _, err := layout.LoadHead(ctx, st, b.StreamID)
 	if err != nil {
 		return nil, fmt.Errorf("dump %s: read head: %w", b.Name(), err)
 	}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/nereusctl/nereusctl/internal/errkind"
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
@@ -17,7 +18,7 @@ import (
 // compaction, trims) for a partition whose compacted coverage is
 // QUARANTINED: its coordinator is blocked until repair, and nothing may
 // fall back to COMMITTED data that compaction superseded.
-var ErrBlocked = errors.New("compacted coverage is quarantined: coordinator blocked")
+var ErrBlocked = errkind.New(errkind.Blocked, "compacted coverage is quarantined: coordinator blocked")
 
 // CheckNotBlocked returns ErrBlocked for a quarantined binding.
 func (b *Binding) CheckNotBlocked() error {
@@ -537,9 +538,36 @@ func (l *Lease) Validate() error {
 	return nil
 }
 
+// getDocument reads a document's bytes, capped at MaxDocumentBytes: a
+// document over the cap is corruption (no writer makes one), reported as
+// ErrCorruptDocument like bytes that do not decode.
+func getDocument(ctx context.Context, st store.Store, key string) ([]byte, error) {
+	data, err := store.GetCapped(ctx, st, key, MaxDocumentBytes)
+	if errors.Is(err, store.ErrTooLarge) {
+		return nil, fmt.Errorf("%s: %w: %w", key, ErrCorruptDocument, err)
+	}
+	return data, err
+}
+
+// IsCorrupt reports whether err says a stored document's bytes are wrong
+// (ErrCorruptDocument): they do not decode or validate, name another
+// document, or exceed the size cap. A missing key, an I/O failure or a
+// legacy document without a digest is not.
+func IsCorrupt(err error) bool { return errors.Is(err, ErrCorruptDocument) }
+
+// ErrHeadRollback marks a stream head below what the stream holds (objects,
+// generations or checkpoints above it): the head was rolled back, and
+// what lies above it is data, not garbage. It is corruption.
+var ErrHeadRollback = errkind.New(errkind.Corrupt, "stream head is below data the stream holds")
+
+// ErrHeadMissing marks a stream head that is missing while a binding names
+// its stream: the stream's bounds are lost, which is missing data (exit 3
+// in every command). errors.Is(err, store.ErrNotFound) holds for it too.
+var ErrHeadMissing = errkind.New(errkind.Missing, "stream head is missing")
+
 // Load reads and decodes a document, returning its ETag for a later CAS.
 func Load(ctx context.Context, st store.Store, key string, v interface{ Validate() error }) (etag string, err error) {
-	data, err := store.GetCapped(ctx, st, key, MaxDocumentBytes)
+	data, err := getDocument(ctx, st, key)
 	if err != nil {
 		return "", err
 	}
@@ -637,6 +665,9 @@ func LoadHead(ctx context.Context, st store.Store, sid string) (*Head, string, e
 	var h Head
 	key := HeadKey(sid)
 	etag, err := Load(ctx, st, key, &h)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, "", fmt.Errorf("%s: %w: %w", key, ErrHeadMissing, err)
+	}
 	if err != nil {
 		return nil, "", err
 	}
@@ -650,7 +681,7 @@ func LoadHead(ctx context.Context, st store.Store, sid string) (*Head, string, e
 // of its bytes (the digest sources and sets refer to).
 func LoadGeneration(ctx context.Context, st store.Store, sid string, gen int64) (*Generation, string, error) {
 	key := GenerationKey(sid, gen)
-	data, err := store.GetCapped(ctx, st, key, MaxDocumentBytes)
+	data, err := getDocument(ctx, st, key)
 	if err != nil {
 		return nil, "", err
 	}

@@ -1,10 +1,11 @@
 package layout
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/nereusctl/nereusctl/internal/errkind"
 )
 
 // ErrInvariant: documents that are each valid contradict one another
@@ -12,7 +13,7 @@ import (
 // for a coordinator topic (__consumer_offsets, __transaction_state) the
 // error also wraps ErrBlocked (exit 4): its coordinator must not load state
 // from a stream whose documents disagree.
-var ErrInvariant = errors.New("documents contradict each other")
+var ErrInvariant = errkind.New(errkind.Corrupt, "documents contradict each other")
 
 // CheckpointAnchor is what one checkpoint records about its stream: the
 // anchor offset and the partition log start at the anchor (NKC1 anchor

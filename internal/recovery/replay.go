@@ -18,7 +18,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/errkind"
 	"github.com/nereusctl/nereusctl/internal/fleet"
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
@@ -276,7 +276,7 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 				res.Floor = res.Chosen != nil
 			}
 			if part == nil {
-				return nil, exitcode.Wrap(exitcode.Verify, fmt.Errorf("replay %s: %w: the objects for offsets [%d, %d), below the durable trim %d, are missing and no valid checkpoint holds the state they carried", b.Name(), stream.ErrMissing, h.Start, first, h.Trim),
+				return nil, errkind.Hint(fmt.Errorf("replay %s: %w: the objects for offsets [%d, %d), below the durable trim %d, are missing and no valid checkpoint holds the state they carried", b.Name(), stream.ErrMissing, h.Start, first, h.Trim),
 					"restore a checkpoint anchored at or above the trim, or the missing objects, from a replica (docs/runbooks/restore-from-replica.md)")
 			}
 		} else {
@@ -407,7 +407,7 @@ func checkRetained(lister *Objects, b *layout.Binding, h *layout.Head, part *sta
 	if len(missing) == 0 {
 		return nil
 	}
-	return exitcode.Wrap(exitcode.Verify, fmt.Errorf("replay %s: %w", b.Name(), &stream.MissingError{Ranges: missing, Trim: h.Trim, Head: h.Head}), HintDataLoss)
+	return errkind.Hint(fmt.Errorf("replay %s: %w", b.Name(), &stream.MissingError{Ranges: missing, Trim: h.Trim, Head: h.Head}), HintDataLoss)
 }
 
 // knownBases are the object bases above from that the hydrated state

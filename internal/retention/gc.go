@@ -91,7 +91,7 @@ type GCPartition struct {
 }
 
 // Err is the partition's failure (nil when it was collected); it wraps
-// verify.ErrMalformed or verify.ErrHeadRollback when the store holds wrong
+// layout.ErrCorruptDocument or layout.ErrHeadRollback when the store holds wrong
 // bytes.
 func (p GCPartition) Err() error { return p.err }
 
@@ -295,14 +295,14 @@ func (rep *GCReport) record(items []GCItem) {
 // gcPartition finds one partition's garbage, in deletion order.
 func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, o GCOptions) ([]GCItem, GCPartition, error) {
 	gp := GCPartition{Partition: tp.String()}
-	b, _, err := verify.LoadBinding(ctx, st, tp)
+	b, _, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
 	if err != nil {
 		return nil, gp, err
 	}
-	h, _, err := verify.LoadHead(ctx, st, b.StreamID)
+	h, _, err := layout.LoadHead(ctx, st, b.StreamID)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			err = fmt.Errorf("%w: stream head %s is missing", verify.ErrMalformed, layout.HeadKey(b.StreamID))
+			err = fmt.Errorf("%w: stream head %s is missing", layout.ErrCorruptDocument, layout.HeadKey(b.StreamID))
 		}
 		return nil, gp, err
 	}
@@ -361,7 +361,7 @@ func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, 
 	}
 	var all []*layout.Generation
 	for _, n := range gens {
-		g, _, err := verify.LoadGeneration(ctx, st, b.StreamID, n)
+		g, _, err := layout.LoadGeneration(ctx, st, b.StreamID, n)
 		if err != nil {
 			// A manifest that does not decode may hide live objects:
 			// nothing in the partition is collected.
@@ -420,7 +420,7 @@ func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, 
 	// collect anything in the partition.
 	if fs := verify.BeyondHead(h, objs, all, cps); len(fs) > 0 {
 		return nil, gp, fmt.Errorf("%w: %d objects, generations or checkpoints lie above the head %d (first: %s); deleting nothing in this partition: run 'nereusctl verify %s' and restore the head (docs/runbooks/restore-from-replica.md)",
-			verify.ErrHeadRollback, len(fs), h.Head, fs[0].Detail, name)
+			layout.ErrHeadRollback, len(fs), h.Head, fs[0].Detail, name)
 	}
 	// Documents that contradict each other: nothing in the partition is
 	// collected (what is garbage depends on them).

@@ -114,14 +114,14 @@ func TestMalformedDocumentsAreTyped(t *testing.T) {
 	st := newDemoStore(t)
 	b := loadB(t, st, ordersTP)
 	put(t, st, layout.GenerationKey(b.StreamID, 1), []byte("[]"))
-	if _, _, err := verify.LoadGeneration(ctx, st, b.StreamID, 1); !verify.IsMalformed(err) {
+	if _, _, err := layout.LoadGeneration(ctx, st, b.StreamID, 1); !layout.IsCorrupt(err) {
 		t.Fatalf("generation: want ErrMalformed, got %v", err)
 	}
-	if _, _, err := verify.LoadGeneration(ctx, st, b.StreamID, 99); verify.IsMalformed(err) || !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := layout.LoadGeneration(ctx, st, b.StreamID, 99); layout.IsCorrupt(err) || !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("absent generation: want ErrNotFound only, got %v", err)
 	}
 	put(t, st, layout.HeadKey(b.StreamID), []byte("{}\n{}"))
-	if _, _, err := verify.LoadHead(ctx, st, b.StreamID); !verify.IsMalformed(err) {
+	if _, _, err := layout.LoadHead(ctx, st, b.StreamID); !layout.IsCorrupt(err) {
 		t.Fatalf("head with trailing data: want ErrMalformed, got %v", err)
 	}
 	// a binding stored under another partition's key
@@ -130,7 +130,7 @@ func TestMalformedDocumentsAreTyped(t *testing.T) {
 		t.Fatal(err)
 	}
 	put(t, st, layout.BindingKey("orders", 0), other)
-	if _, _, err := verify.LoadBinding(ctx, st, ordersTP); !verify.IsMalformed(err) {
+	if _, _, err := layout.LoadBinding(ctx, st, ordersTP.Topic, ordersTP.Partition); !layout.IsCorrupt(err) {
 		t.Fatalf("binding naming another partition: want ErrMalformed, got %v", err)
 	}
 }

@@ -181,9 +181,9 @@ func (r *Report) fail(err error) *Report {
 // other failure fills Error.
 func Named(ctx context.Context, st store.Store, tp layout.TopicPartition, o Options) *Report {
 	rep := &Report{Partition: tp.String(), Findings: []Finding{}}
-	b, _, err := LoadBinding(ctx, st, tp)
+	b, _, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
 	if err != nil {
-		if IsMalformed(err) {
+		if layout.IsCorrupt(err) {
 			rep.Findings = append(rep.Findings, Finding{Partition: tp.String(), Scope: ScopeBinding, Gen: -1, Object: layout.BindingKey(tp.Topic, tp.Partition), Check: CheckBinding, Detail: err.Error()})
 			return rep
 		}
@@ -218,10 +218,10 @@ func Partition(ctx context.Context, st store.Store, b *layout.Binding, o Options
 		f.Partition = b.Name()
 		rep.Findings = append(rep.Findings, f)
 	}
-	h, _, err := LoadHead(ctx, st, b.StreamID)
+	h, _, err := layout.LoadHead(ctx, st, b.StreamID)
 	switch {
 	case err == nil:
-	case IsMalformed(err):
+	case layout.IsCorrupt(err):
 		add(Finding{Scope: ScopeStream, Gen: -1, Object: layout.HeadKey(b.StreamID), Check: CheckStreamHead, Detail: err.Error()})
 		h = nil
 	case errors.Is(err, store.ErrNotFound):
@@ -250,7 +250,7 @@ func Partition(ctx context.Context, st store.Store, b *layout.Binding, o Options
 	loadGen := func(n int64) (*layout.Generation, string, error) {
 		l, ok := manifests[n]
 		if !ok {
-			l.g, l.sum, l.err = LoadGeneration(ctx, st, b.StreamID, n)
+			l.g, l.sum, l.err = layout.LoadGeneration(ctx, st, b.StreamID, n)
 			manifests[n] = l
 		}
 		return l.g, l.sum, l.err
@@ -281,7 +281,7 @@ func Partition(ctx context.Context, st store.Store, b *layout.Binding, o Options
 	for _, n := range gens {
 		g, _, err := loadGen(n)
 		if err != nil {
-			if !IsMalformed(err) && !errors.Is(err, store.ErrNotFound) {
+			if !layout.IsCorrupt(err) && !errors.Is(err, store.ErrNotFound) {
 				return rep, fmt.Errorf("verify %s: %w", b.Name(), err)
 			}
 			add(Finding{Scope: ScopeCommitted, Gen: n, Object: layout.GenerationKey(b.StreamID, n), Check: CheckManifest, Detail: err.Error()})

@@ -62,6 +62,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"GetInto", testGetInto},
 		{"ListOrderAndPrefix", testList},
 		{"ListAfter", testListAfter},
+		{"ListDirs", testListDirs},
 		{"ListPagination", testPagination},
 		{"NotFound", testNotFound},
 		{"Preconditions", testPreconditions},
@@ -295,6 +296,31 @@ func testList(t *testing.T, mk func(*testing.T) *store.Counter) {
 	}
 	_, err := s.List(ctx, "../")
 	wantErr(t, "list ../", err, store.ErrInvalidKey)
+}
+
+// testListDirs: store.ListDirs names the folders one level under a
+// prefix (S3's Delimiter "/" common prefixes), the same set a whole
+// listing gives, in one LIST; a file beside the folders is not one.
+func testListDirs(t *testing.T, mk func(*testing.T) *store.Counter) {
+	s := mk(t)
+	ctx := ctxT(t)
+	for _, k := range []string{"streams/s1/head.json", "streams/s1/objects/0-1.kb", "streams/s2/head.json", "streams/s3/x/y.json", "streams/readme", "other/s9/head.json"} {
+		put(t, s, k, []byte("v"), store.None())
+	}
+	before := s.Counts()[store.VerbList]
+	got, err := store.ListDirs(ctx, s, "streams/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"s1", "s2", "s3"}; !slices.Equal(got, want) {
+		t.Fatalf("ListDirs(streams/) = %q, want %q", got, want)
+	}
+	if n := s.Counts()[store.VerbList] - before; n != 1 {
+		t.Fatalf("ListDirs sent %d LISTs, want 1", n)
+	}
+	if got, err := store.ListDirs(ctx, s, "nothing/"); err != nil || len(got) != 0 {
+		t.Fatalf("ListDirs(nothing/) = %q, %v", got, err)
+	}
 }
 
 // testListAfter: ListAfter(prefix, k) is exactly List(prefix) after k,

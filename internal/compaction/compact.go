@@ -114,7 +114,7 @@ func Freeze(ctx context.Context, st store.Store, b *layout.Binding, nowMs int64)
 	if err := b.CheckNotBlocked(); err != nil {
 		return nil, "", fmt.Errorf("compact: %w", err)
 	}
-	res, err := recovery.Replay(ctx, st, b, recovery.Options{})
+	res, err := recovery.Replay(ctx, st, b, recovery.Options{RequireHealthy: true})
 	if err != nil {
 		return nil, "", fmt.Errorf("compact %s: %w", b.Name(), err)
 	}
@@ -518,8 +518,5 @@ func (e *emitter) flush(end int64) error {
 	return nil
 }
 
-// CompactedKey is where an NTC2 object lives: content-addressed, so a rerun
-// that produces the same bytes writes the same key.
-func CompactedKey(sid, sha256 string) string {
-	return layout.StreamPrefix(sid) + "compacted/" + sha256 + ".ntc2"
-}
+// CompactedKey is where an NTC2 object lives (layout.CompactedKey).
+func CompactedKey(sid, sha256 string) string { return layout.CompactedKey(sid, sha256) }

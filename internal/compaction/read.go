@@ -58,6 +58,11 @@ func Read(ctx context.Context, st store.Store, b *layout.Binding, from int64, fn
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", b.Name(), err)
 	}
+	if res.Health.Blocked {
+		// Mandatory coverage is missing (or quarantined): COMMITTED data
+		// compaction superseded must never be served.
+		return nil, fmt.Errorf("read %s: %w: %s", b.Name(), layout.ErrBlocked, res.Health.BlockedReason)
+	}
 	info := &ReadInfo{LogStart: res.State.LogStart, HW: res.State.HW(), LSO: res.State.LSO(), Coverage: b.Coverage.State, CompactedEnd: -1}
 	at := max(from, info.LogStart)
 	if b.Coverage.State == layout.CoverageActive {

@@ -29,12 +29,11 @@ func (t *Task) Validate() error {
 	return nil
 }
 
-func taskKey(sid string) string { return TaskPrefix(sid) + "task.json" }
+func taskKey(sid string) string { return layout.CompactionTaskKey(sid) }
 
 // TaskPrefix is where the compaction task of stream sid lives
-// (tasks/compact-<sid>/): gc collects it with the stream's partition,
-// under its lease, never from under a running compaction.
-func TaskPrefix(sid string) string { return layout.TaskPrefix("compact-" + sid) }
+// (layout.CompactionTaskPrefix).
+func TaskPrefix(sid string) string { return layout.CompactionTaskPrefix(sid) }
 
 func loadTask(ctx context.Context, st store.Store, sid string) (*Task, string, error) {
 	var t Task

@@ -40,7 +40,8 @@ const DigestField = "digest"
 const DigestPrefix = "sha256:"
 
 // digested marks the document kinds that carry their own digest field:
-// binding, head, generation manifest, quarantine record, lease.
+// binding, head, generation manifest, quarantine record, lease, deletion
+// record.
 type digested interface{ carriesDigest() }
 
 // legacyTolerated marks the digested kinds a document of which is still

@@ -101,7 +101,9 @@ func RunPartition(ctx context.Context, st store.Store, req Request) *Result {
 		}
 		return fail(err)
 	}
-	res, err := recovery.Replay(ctx, counter, b, recovery.Options{Clock: req.Clock})
+	// The health gate: a partition verify would fail is refused, dry run
+	// or not (nothing is written; the finding names its runbook).
+	res, err := recovery.Replay(ctx, counter, b, recovery.Options{Clock: req.Clock, RequireHealthy: true})
 	if err != nil {
 		return fail(err)
 	}

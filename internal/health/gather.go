@@ -183,8 +183,8 @@ func (l *listed) GenerationsAfter(after string) ([]store.ObjectInfo, error) {
 	i := sort.Search(len(l.gens), func(i int) bool { return l.gens[i].Key > after })
 	return l.gens[i:], nil
 }
-func (l *listed) From(int64) ([]layout.StreamObject, error)   { return l.objs, nil }
-func (l *listed) Compacted() ([]store.ObjectInfo, bool)       { return l.compacted, true }
+func (l *listed) From(int64) ([]layout.StreamObject, error) { return l.objs, nil }
+func (l *listed) Compacted() ([]store.ObjectInfo, bool)     { return l.compacted, true }
 
 // listStream lists the whole stream: one page where the store pages and
 // the stream fits (layout.ListStream), else its parts, concurrently.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nereusctl/nereusctl/internal/dumplog"
 	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/health"
 	"github.com/nereusctl/nereusctl/internal/layout"
 )
 
@@ -101,6 +102,28 @@ func runDump(cmd *cobra.Command, g *globals, opt dumplog.Options, arg string, ra
 	}
 	if err := b.CheckNotBlocked(); err != nil {
 		return exitcode.BlockedErr(fmt.Errorf("dump: %w", err), "nothing is served from COMMITTED data under quarantined coverage; see docs/runbooks/coordinator-blocked.md")
+	}
+	// The partition's health: a blocked partition (mandatory coverage
+	// missing) is never served from COMMITTED data compaction superseded;
+	// one with findings is dumped as far as it can be, then exits 3.
+	hrep, _, err := health.Gather(ctx, st, b, health.Prior{})
+	if err != nil {
+		return fmt.Errorf("dump %s: %w", b.Name(), err)
+	}
+	if hrep.Blocked {
+		return exitcode.BlockedErr(fmt.Errorf("dump %s: %w: %s", b.Name(), layout.ErrBlocked, hrep.BlockedReason), "nothing is served from COMMITTED data compaction superseded; see docs/runbooks/coordinator-blocked.md")
+	}
+	if err := runDumpSource(cmd, g, opt, b, raw); err != nil {
+		return err
+	}
+	return healthErr("dump", hrep)
+}
+
+func runDumpSource(cmd *cobra.Command, g *globals, opt dumplog.Options, b *layout.Binding, raw bool) error {
+	ctx := cmd.Context()
+	st, err := g.store(ctx)
+	if err != nil {
+		return err
 	}
 	if b.Coverage.State == layout.CoverageActive && !raw {
 		return runDumpView(cmd, g, opt, b)

@@ -86,6 +86,9 @@ type Plan struct {
 	// the active one): not garbage yet, since gc collects only sealed
 	// segments; freed when the segment rolls (is sealed), by the gc after.
 	OpenSegmentBytes int64 `json:"open_segment_bytes"`
+	// RetentionSkipped says why retention.ms and retention.bytes were not
+	// applied though cleanup.policy has delete (a coordinator topic).
+	RetentionSkipped string `json:"retention_skipped,omitempty"`
 }
 
 // Changes reports whether the plan moves the log start.
@@ -292,7 +295,15 @@ func Compute(in Input) Plan {
 		// A segment goes when the next segment's base <= the log start.
 		return i+1 < len(rest) && rest[i+1].Base <= logStart
 	})
-	if in.Retention && hasDelete {
+	coordinator := layout.IsCoordinatorTopic(in.Topic)
+	if in.Retention && hasDelete && coordinator {
+		// A coordinator topic's committed offsets and transaction states
+		// never expire with their segments, whatever its cleanup.policy
+		// says (config set refuses to drop compact from it): nothing is
+		// trimmed by time or size.
+		p.RetentionSkipped = in.Topic + " is a coordinator topic: retention never trims it by time or size"
+	}
+	if in.Retention && hasDelete && !coordinator {
 		if in.Config.RetentionBytes >= 0 {
 			var size int64
 			for _, s := range segs {

@@ -118,7 +118,10 @@ type Finding = health.Finding
 
 // Report is one partition's outcome.
 type Report struct {
-	Partition   string    `json:"partition"`
+	Partition string `json:"partition"`
+	// StreamID is the stream the binding references ("" when the binding
+	// could not be read).
+	StreamID    string    `json:"stream_id,omitempty"`
 	Coverage    string    `json:"coverage"`
 	SetID       string    `json:"set_id,omitempty"`
 	Findings    []Finding `json:"findings"`
@@ -187,7 +190,7 @@ type target struct {
 // document that does not decode is a finding; an error is an I/O failure
 // (the report so far is returned with it).
 func Partition(ctx context.Context, st store.Store, b *layout.Binding, o Options) (*Report, error) {
-	rep := &Report{Partition: b.Name(), Coverage: b.Coverage.State, SetID: b.Coverage.SetID, Findings: []Finding{}}
+	rep := &Report{Partition: b.Name(), StreamID: b.StreamID, Coverage: b.Coverage.State, SetID: b.Coverage.SetID, Findings: []Finding{}}
 	hrep, obs, err := health.Gather(ctx, st, b, health.Prior{KeysOnly: o.Deep})
 	if err != nil {
 		return rep, fmt.Errorf("verify %s: %w", b.Name(), err)

@@ -195,6 +195,8 @@ func jsonCases(offsets, garbage, fixture string) []jsonCase {
 		{"checkpoint create", "checkpoint create", "checkpoint-create", "demo", []string{"orders-0", "payments-0"}, 0, false},
 		{"verify --deep", "verify", "verify", "demo", []string{"--all", "--deep"}, 0, false},
 		{"verify with findings", "verify", "verify", "damaged", []string{"--all", "--read-only"}, 3, false},
+		{"delete-binding --dry-run", "delete-binding", "delete-binding", "demo", []string{"orders-0", "--dry-run"}, 0, false},
+		{"delete-binding", "delete-binding", "delete-binding", "demo", []string{"orders-0", "--yes"}, 0, false},
 		{"gc --dry-run", "gc", "gc", "demo", []string{"--dry-run"}, 0, false},
 		{"gc", "gc", "gc", "demo", nil, 0, false},
 		{"compact --dry-run", "compact", "compact", "demo", []string{"--all", "--dry-run"}, 0, false},

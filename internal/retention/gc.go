@@ -184,6 +184,30 @@ func GC(ctx context.Context, st store.Store, tps []layout.TopicPartition, o GCOp
 	if err != nil {
 		return rep, err
 	}
+	// The streams of bindings deleted on purpose (delete-binding), once
+	// their record is older than the grace: each under its partition's
+	// lease, as a partition's garbage is.
+	deleted, derrs, err := gcDeleted(ctx, st, o)
+	if err != nil {
+		return rep, err
+	}
+	rep.Errors = append(rep.Errors, derrs...)
+	for _, items := range deleted {
+		tp, perr := layout.ParseTopicPartition(items[0].Partition)
+		run := func(ctx context.Context) error {
+			done, err := deleteItems(ctx, st, items, o.DryRun)
+			rep.record(done)
+			return err
+		}
+		if perr == nil && o.Partition != nil && !o.DryRun {
+			err = o.Partition(ctx, tp, run)
+		} else {
+			err = run(ctx)
+		}
+		if err != nil {
+			rep.Errors = append(rep.Errors, fmt.Sprintf("gc: deleted stream of %s: %v", items[0].Partition, err))
+		}
+	}
 	tasks, err := st.List(ctx, layout.TasksPrefix)
 	if err != nil {
 		return rep, fmt.Errorf("gc: list tasks: %w", err)

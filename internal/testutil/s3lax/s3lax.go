@@ -89,7 +89,9 @@ func (s *Server) SetEnv(t testing.TB) {
 }
 
 // URL is the store URL s3://BUCKET/prefix.
-func (s *Server) URL(prefix string) string { return "s3://" + s.Bucket + "/" + strings.Trim(prefix, "/") }
+func (s *Server) URL(prefix string) string {
+	return "s3://" + s.Bucket + "/" + strings.Trim(prefix, "/")
+}
 
 // Snapshot returns a copy of every stored object, by key (with the prefix
 // of the store URL).

@@ -83,7 +83,8 @@ type EnsureOptions struct {
 	Target Target
 	// Build names this nereusctl, recorded in a new result.
 	Build string
-	// MaxAge is how long a stored result is trusted (DefaultMaxAge when 0).
+	// MaxAge is how long a stored result is trusted (--probe-max-age,
+	// DefaultMaxAge); 0 trusts none: every call probes.
 	MaxAge time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
@@ -91,6 +92,8 @@ type EnsureOptions struct {
 	Log *slog.Logger
 	// Probe adjusts the probe itself (its nonce, KeepsSHA256).
 	Probe Options
+	// Force probes even when the stored result is fresh ('store probe').
+	Force bool
 }
 
 func (o *EnsureOptions) now() time.Time {
@@ -100,12 +103,6 @@ func (o *EnsureOptions) now() time.Time {
 	return time.Now()
 }
 
-func (o *EnsureOptions) maxAge() time.Duration {
-	if o.MaxAge > 0 {
-		return o.MaxAge
-	}
-	return DefaultMaxAge
-}
 
 // Outcome is what Ensure decided.
 type Outcome struct {
@@ -132,8 +129,8 @@ func Stale(doc *layout.StoreProbe, o EnsureOptions) string {
 		return fmt.Sprintf("the stored result was probed through endpoint %s, not %s", doc.Endpoint, o.Target.Endpoint)
 	case at.After(now.Add(maxSkew)):
 		return fmt.Sprintf("the stored result is dated %s, in the future", at.UTC().Format(time.RFC3339))
-	case now.Sub(at) > o.maxAge():
-		return fmt.Sprintf("the stored result is from %s, older than %s (--probe-max-age)", at.UTC().Format(time.RFC3339), o.maxAge())
+	case now.Sub(at) > o.MaxAge || o.MaxAge <= 0:
+		return fmt.Sprintf("the stored result is from %s, older than %s (--probe-max-age)", at.UTC().Format(time.RFC3339), o.MaxAge)
 	}
 	for _, name := range CheckNames() {
 		if !slices.ContainsFunc(doc.Checks, func(c layout.ProbeCheck) bool { return c.Name == name }) {
@@ -156,8 +153,12 @@ func Ensure(ctx context.Context, st store.Store, o EnsureOptions) (*Outcome, err
 	reason := ""
 	switch {
 	case err == nil:
-		if reason = Stale(doc, o); reason == "" {
+		reason = Stale(doc, o)
+		if reason == "" && !o.Force {
 			return &Outcome{Doc: doc}, nil
+		}
+		if reason == "" {
+			reason = "asked for"
 		}
 	case errors.Is(err, store.ErrNotFound):
 		reason = "no probe result is stored"
@@ -229,16 +230,30 @@ type UnprovedError struct {
 }
 
 func (e *UnprovedError) Error() string {
+	return fmt.Sprintf("refused: %s failed its store probe (%s, %s): %s; nothing was changed",
+		e.Doc.Store, time.UnixMilli(e.Doc.ProbedMs).UTC().Format(time.RFC3339), e.Doc.Build, BrokenList(e.Doc))
+}
+
+// BrokenList names each failed check of doc with what the store did and
+// the guarantee it breaks.
+func BrokenList(doc *layout.StoreProbe) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "refused: %s failed its store probe (%s, %s): ", e.Doc.Store, time.UnixMilli(e.Doc.ProbedMs).UTC().Format(time.RFC3339), e.Doc.Build)
-	for i, c := range e.Doc.Broken() {
+	for i, c := range doc.Broken() {
 		if i > 0 {
 			b.WriteString("; ")
 		}
 		fmt.Fprintf(&b, "%s: %s (guarantee: %s)", c.Name, c.Detail, c.Guarantee)
 	}
-	b.WriteString("; nothing was changed")
 	return b.String()
+}
+
+// Failed is the error of a 'store probe' whose result doc failed (nil
+// when it passed): it names each broken guarantee.
+func Failed(doc *layout.StoreProbe) error {
+	if doc == nil || doc.OK {
+		return nil
+	}
+	return errkind.MarkHint(fmt.Errorf("store probe of %s: %d of %d checks failed: %s", doc.Store, len(doc.Broken()), len(doc.Checks), BrokenList(doc)), errkind.Corrupt, Hint)
 }
 
 func (e *UnprovedError) Unwrap() error { return ErrUnproved }

@@ -268,7 +268,7 @@ func TestProbeErrorCleansUp(t *testing.T) {
 }
 
 func opts(st store.Store, now time.Time) storeprobe.EnsureOptions {
-	return storeprobe.EnsureOptions{Target: storeprobe.TargetOf(st), Build: "nereusctl test", Now: func() time.Time { return now }}
+	return storeprobe.EnsureOptions{Target: storeprobe.TargetOf(st), Build: "nereusctl test", MaxAge: storeprobe.DefaultMaxAge, Now: func() time.Time { return now }}
 }
 
 // Ensure probes once and then trusts the stored result until it is older
@@ -329,6 +329,13 @@ func TestEnsure(t *testing.T) {
 		t.Fatalf("Ensure of a result dated in the future: %+v, %v", out, err)
 	}
 
+	// --probe-max-age 0s trusts no stored result.
+	o = opts(c, later)
+	o.MaxAge = 0
+	if out, err = storeprobe.Ensure(ctx, c, o); err != nil || !out.Probed {
+		t.Fatalf("Ensure with max age 0: %+v, %v", out, err)
+	}
+
 	// An older build's result without one of today's checks.
 	doc, etag, _ := layout.LoadStoreProbe(ctx, mem)
 	doc.Checks = doc.Checks[1:]
@@ -368,7 +375,7 @@ func TestEnsureRefusesLaxS3(t *testing.T) {
 		t.Fatal("Needed: want true for s3://, false for mem://")
 	}
 	now := time.Now()
-	o := storeprobe.EnsureOptions{Target: storeprobe.TargetOf(st), Build: "nereusctl test", Now: func() time.Time { return now }, Probe: storeprobe.Options{KeepsSHA256: true}}
+	o := storeprobe.EnsureOptions{Target: storeprobe.TargetOf(st), Build: "nereusctl test", MaxAge: time.Hour, Now: func() time.Time { return now }, Probe: storeprobe.Options{KeepsSHA256: true}}
 	if o.Target.Store != "s3://lax/p" || o.Target.Endpoint != srv.Endpoint {
 		t.Fatalf("target %+v", o.Target)
 	}

@@ -105,6 +105,14 @@ func (s *Server) Snapshot() map[string][]byte {
 	return out
 }
 
+// Put stores an object directly (seeding a test), key with the prefix of
+// the store URL.
+func (s *Server) Put(key string, data []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.objs[key] = object{data: append([]byte(nil), data...), modified: time.Now().UTC()}
+}
+
 // Requests returns the requests served by method, and how many of them
 // carried a conditional header.
 func (s *Server) Requests() (byMethod map[string]int, conditional int) {

@@ -103,7 +103,6 @@ func (o *EnsureOptions) now() time.Time {
 	return time.Now()
 }
 
-
 // Outcome is what Ensure decided.
 type Outcome struct {
 	// Doc is the probe result the decision rests on: the stored one, or

@@ -208,6 +208,19 @@ func TestMutationsRefusedOnLaxS3(t *testing.T) {
 		t.Fatalf("store probe: exit %d\n%s%s", code, stdout, stderr)
 	}
 
+	code, stdout, _ = runCLI(t, env, "-o", "json", "store", "probe")
+	var probeDoc struct {
+		Probe    layout.StoreProbe `json:"probe"`
+		Broken   []string          `json:"broken"`
+		Recorded bool              `json:"recorded"`
+		Key      string            `json:"key"`
+		Proved   bool              `json:"proved_by_construction"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &probeDoc); err != nil || code != 3 || !slices.Equal(probeDoc.Broken, broken) ||
+		!probeDoc.Recorded || probeDoc.Key != layout.StoreProbeKey || probeDoc.Proved || probeDoc.Probe.OK || probeDoc.Probe.Endpoint != srv.Endpoint {
+		t.Fatalf("store probe -o json: exit %d, %+v (%v)\n%s", code, probeDoc, err, stdout)
+	}
+
 	// What was refused would have changed the store: with
 	// --skip-store-probe (which says so) each of them does.
 	for _, name := range []string{"repair", "compact", "trim", "retention run", "gc"} {

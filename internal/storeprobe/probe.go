@@ -96,15 +96,7 @@ func (r *Result) OK() bool {
 }
 
 // Broken returns the checks that failed, in order.
-func (r *Result) Broken() []Check {
-	var out []Check
-	for _, c := range r.Checks {
-		if !c.OK {
-			out = append(out, c)
-		}
-	}
-	return out
-}
+func (r *Result) Broken() []Check { return (&layout.StoreProbe{Checks: r.Checks}).Broken() }
 
 // ScratchPrefix is where a probe with nonce writes: tasks/probe-<nonce>/
 // (free workflow space: gc removes a leftover after its grace).
@@ -248,51 +240,14 @@ func (p *prober) run(o Options) error {
 		p.fail(CheckReadAfterWrite, "a GET right after the create returned %s", describe(got, ok, a))
 	}
 
-	// 2. A second create of the same key fails with 412 and keeps the bytes.
-	_, err = p.st.Put(p.ctx, p.key, b, store.IfAbsent())
-	switch {
-	case err == nil:
-		p.fail(CheckIfAbsent, "a second If-None-Match: * PUT of the key succeeded: the store ignores If-None-Match and overwrote the object")
-		current = b
-	case errors.Is(err, store.ErrPreconditionFailed):
-		p.pass(CheckIfAbsent, "a second If-None-Match: * PUT of the key failed with 412 and the object kept its bytes")
-	default:
-		return p.abort("put (if-absent, existing key)", err)
-	}
-	if got, ok, err = p.read(); err != nil {
-		return err
-	}
-	if !bytes.Equal(got, current) {
-		if bytes.Equal(got, b) {
-			p.fail(CheckIfAbsent, "the second If-None-Match: * PUT answered 412 but the object holds its bytes")
-			current = b
-		} else {
-			p.fail(CheckReadAfterWrite, "a GET after the second create returned %s", describe(got, ok, current))
-		}
-	}
-
-	// 3. A replace with a stale ETag fails with 412 and keeps the bytes.
+	// 2. A second create of the same key fails with 412 and keeps the
+	// bytes; 3. so does a replace with a stale ETag.
 	stale := store.ETagOf([]byte("not the probe object's bytes"))
-	_, err = p.st.Put(p.ctx, p.key, c, store.IfMatch(stale))
-	switch {
-	case err == nil:
-		p.fail(CheckIfMatchRefuses, "a PUT with If-Match on a stale ETag succeeded: the store ignores If-Match and overwrote the object")
-		current = c
-	case errors.Is(err, store.ErrPreconditionFailed):
-		p.pass(CheckIfMatchRefuses, "a PUT with If-Match on a stale ETag failed with 412 and the object kept its bytes")
-	default:
-		return p.abort("put (if-match, stale etag)", err)
-	}
-	if got, ok, err = p.read(); err != nil {
+	if current, err = p.mustRefuse(CheckIfAbsent, "a second If-None-Match: * PUT of the key", "If-None-Match", b, store.IfAbsent(), current); err != nil {
 		return err
 	}
-	if !bytes.Equal(got, current) {
-		if bytes.Equal(got, c) {
-			p.fail(CheckIfMatchRefuses, "the stale If-Match PUT answered 412 but the object holds its bytes")
-			current = c
-		} else {
-			p.fail(CheckReadAfterWrite, "a GET after the stale If-Match PUT returned %s", describe(got, ok, current))
-		}
+	if current, err = p.mustRefuse(CheckIfMatchRefuses, "a PUT with If-Match on a stale ETag", "If-Match", c, store.IfMatch(stale), current); err != nil {
+		return err
 	}
 
 	// 4. A replace with the current ETag succeeds and is read back.
@@ -405,6 +360,36 @@ func (p *prober) run(o Options) error {
 	}
 	p.pass(CheckDelete, "a DELETE with If-Match failed with 412 on a stale ETag and on a missing key, and removed the object on the current ETag")
 	return nil
+}
+
+// mustRefuse makes a guarded PUT of data that must fail with 412 and
+// leave the object holding current (what it should hold before), judged
+// by check; header names the condition for the detail. It returns what
+// the object holds after.
+func (p *prober) mustRefuse(check, what, header string, data []byte, g store.Guard, current []byte) ([]byte, error) {
+	_, err := p.st.Put(p.ctx, p.key, data, g)
+	switch {
+	case err == nil:
+		p.fail(check, "%s succeeded: the store ignores %s and overwrote the object", what, header)
+		current = data
+	case errors.Is(err, store.ErrPreconditionFailed):
+		p.pass(check, what+" failed with 412 and the object kept its bytes")
+	default:
+		return nil, p.abort("put ("+g.String()+")", err)
+	}
+	got, ok, err := p.read()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case bytes.Equal(got, current):
+	case bytes.Equal(got, data):
+		p.fail(check, "%s answered 412 but the object holds its bytes", what)
+		current = data
+	default:
+		p.fail(CheckReadAfterWrite, "a GET after %s returned %s", what, describe(got, ok, current))
+	}
+	return current, nil
 }
 
 // describe names what a read returned against what it should have.

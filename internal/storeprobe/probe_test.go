@@ -77,6 +77,7 @@ type lax struct {
 	noSHA256, wrongSHA256         bool
 	staleReads                    bool
 	wrongETag                     bool
+	writesOn412                   bool
 	last                          map[string][]byte
 }
 
@@ -95,6 +96,9 @@ func (l *lax) Put(ctx context.Context, key string, data []byte, g store.Guard) (
 		}
 	}
 	info, err := l.Store.Put(ctx, key, data, g)
+	if l.writesOn412 && errors.Is(err, store.ErrPreconditionFailed) {
+		_, _ = l.Store.Put(ctx, key, data, store.None())
+	}
 	if l.wrongETag {
 		info.ETag = strings.Repeat("0", 32)
 	}
@@ -152,6 +156,7 @@ func TestProbeCatchesEachBrokenPromise(t *testing.T) {
 		{"returns a wrong SHA-256", lax{wrongSHA256: true}, []string{storeprobe.CheckSHA256}},
 		{"reads stale bytes", lax{staleReads: true}, []string{storeprobe.CheckReadAfterWrite}},
 		{"ETags that are not MD5", lax{wrongETag: true}, []string{storeprobe.CheckETag}},
+		{"answers 412 but writes", lax{writesOn412: true}, []string{storeprobe.CheckIfAbsent, storeprobe.CheckIfMatchRefuses}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := tc.l

@@ -422,3 +422,39 @@ func keys(m map[string][]byte) []string {
 	slices.Sort(out)
 	return out
 }
+
+// A result recorded by another run between our read and our write stands:
+// Record reports it was not written, without an error, and leaves it.
+func TestRecordLosesToAConcurrentRun(t *testing.T) {
+	ctx := context.Background()
+	mem := store.NewMem("record")
+	now := time.Now()
+	res := mustRun(t, mem)
+	ours := storeprobe.Document(res, opts(mem, now))
+	theirs := storeprobe.Document(res, opts(mem, now.Add(time.Second)))
+	if _, err := layout.Create(ctx, mem, layout.StoreProbeKey, theirs); err != nil {
+		t.Fatal(err)
+	}
+	for _, etag := range []string{"", store.ETagOf([]byte("what we read before"))} {
+		recorded, err := storeprobe.Record(ctx, mem, ours, etag)
+		if etag == "" {
+			// no stored result read: IfAbsent meets theirs, then
+			// If-Match on its ETag replaces it (a result too large to
+			// read is the case this serves)
+			if err != nil || !recorded {
+				t.Fatalf("Record over an unread result: %v, %v", recorded, err)
+			}
+			if _, err := layout.Replace(ctx, mem, layout.StoreProbeKey, theirs, store.ETagOf(layout.Encode(ours))); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err != nil || recorded {
+			t.Fatalf("Record on a stale ETag: recorded %v, %v", recorded, err)
+		}
+	}
+	got, _, err := layout.LoadStoreProbe(ctx, mem)
+	if err != nil || got.ProbedMs != theirs.ProbedMs {
+		t.Fatalf("stored %+v, %v: want theirs", got, err)
+	}
+}

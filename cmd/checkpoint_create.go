@@ -53,7 +53,7 @@ others are still done; the exit status is the worst over the partitions.` + exit
 			if err != nil {
 				return err
 			}
-			st, err := g.store(ctx)
+			st, err := g.mutatingStore(ctx, o.dryRun)
 			if err != nil {
 				return err
 			}

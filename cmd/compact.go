@@ -74,7 +74,7 @@ func runCompact(cmd *cobra.Command, g *globals, o *compactOptions, args []string
 	if err != nil || maxMem < 1024 {
 		return exitcode.UsageErr(fmt.Errorf("--max-memory %q: want a size of at least 1KiB, e.g. 64MiB", o.maxMemory))
 	}
-	st, err := g.store(ctx)
+	st, err := g.mutatingStore(ctx, o.dryRun)
 	if err != nil {
 		return err
 	}

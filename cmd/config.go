@@ -111,6 +111,9 @@ A shorter retention.ms or retention.bytes takes effect at the next
 				return configErr(fmt.Errorf("config set %s: %w", args[0], err))
 			}
 			ctx := cmd.Context()
+			if _, err := g.mutatingStore(ctx, o.dryRun); err != nil {
+				return err
+			}
 			st, tps, err := configTargets(ctx, g, args[0])
 			if err != nil {
 				return err

@@ -241,6 +241,8 @@ func decodeConfig(v *viper.Viper, fs *pflag.FlagSet, cfgFile string, fileKeys ma
 	c.NoProgress = boolean("no-progress")
 	c.RequestTimeout = duration("request-timeout")
 	c.Timeout = duration("timeout")
+	c.ProbeMaxAge = duration("probe-max-age")
+	c.SkipStoreProbe = boolean("skip-store-probe")
 	return c, errors.Join(errs...)
 }
 

@@ -212,6 +212,7 @@ func jsonCases(offsets, garbage, fixture string) []jsonCase {
 		{"demo, existing", "demo", "demo", "demo", []string{"--no-tour"}, 0, false},
 		{"store ls", "store ls", "store-ls", "demo", []string{"bindings/"}, 0, false},
 		{"store stat", "store stat", "store-stat", "demo", []string{"bindings/orders/0.json"}, 0, false},
+		{"store probe", "store probe", "store-probe", "demo", nil, 0, false},
 		{"store upgrade --dry-run", "store upgrade", "store-upgrade", "demo", []string{"--dry-run"}, 0, false},
 		{"version", "version", "version", "empty", nil, 0, false},
 		{"error: unknown partition", "replay", "error", "demo", []string{"nosuch-0"}, 1, false},

@@ -154,7 +154,7 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 	if err != nil {
 		return exitcode.UsageErr(fmt.Errorf("retention run: %w", err))
 	}
-	st, err := g.store(ctx)
+	st, err := g.mutatingStore(ctx, o.dryRun)
 	if err != nil {
 		return err
 	}

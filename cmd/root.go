@@ -24,6 +24,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/fleet"
 	"github.com/nereusctl/nereusctl/internal/lease"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/storeprobe"
 )
 
 // Version is set by goreleaser: -X github.com/nereusctl/nereusctl/cmd.Version=...
@@ -50,6 +51,8 @@ type Config struct {
 	NoProgress           bool          `mapstructure:"no-progress"`
 	RequestTimeout       time.Duration `mapstructure:"request-timeout"`
 	Timeout              time.Duration `mapstructure:"timeout"`
+	ProbeMaxAge          time.Duration `mapstructure:"probe-max-age"`
+	SkipStoreProbe       bool          `mapstructure:"skip-store-probe"`
 }
 
 // DefaultRequestTimeout bounds one store request (its body included): far
@@ -90,6 +93,9 @@ type globals struct {
 	// and cancelDeadline its cancel.
 	deadline       context.Context
 	cancelDeadline context.CancelFunc
+	// probeNoted is set once the stored store probe result was looked at
+	// this run, and proved once a mutation's gate passed (probegate.go).
+	probeNoted, proved bool
 }
 
 // errTimedOut is the cause of a --timeout deadline.
@@ -113,22 +119,30 @@ func (g *globals) machineOutput() bool { return g.cfg.Output == "json" || g.cfg.
 
 // store opens the configured store once, wrapped in the decorators.
 func (g *globals) store(ctx context.Context) (store.Store, error) {
-	if g.st != nil {
-		return g.st, nil
+	if g.st == nil {
+		if err := g.openStore(ctx); err != nil {
+			return nil, err
+		}
 	}
+	g.noteStoreProbe(ctx)
+	return g.st, nil
+}
+
+// openStore opens the configured store into g.st.
+func (g *globals) openStore(ctx context.Context) error {
 	g.meter = store.NewMeter(g.cfg.MaxRequestsPerSecond)
 	st, err := openMeteredStore(ctx, g.cfg, g.createStore, g.logger(), g.meter)
 	if err != nil {
 		if h := errorHint(err); h != "" {
 			// access or credentials refused: not a usage error
-			return nil, exitcode.Wrap(exitcode.Error, err, h)
+			return exitcode.Wrap(exitcode.Error, err, h)
 		}
-		return nil, exitcode.Wrap(exitcode.Usage, err, "check --store (file:///dir, file://./dir, s3://bucket/prefix) and the S3 flags")
+		return exitcode.Wrap(exitcode.Usage, err, "check --store (file:///dir, file://./dir, s3://bucket/prefix) and the S3 flags")
 	}
 	g.http = isHTTPStore(st)
 	g.counter = store.NewCounter(st)
 	g.st = g.counter
-	return g.st, nil
+	return nil
 }
 
 // Execute runs nereusctl with args and returns the process exit status.
@@ -387,6 +401,8 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 	f.Duration("request-timeout", DefaultRequestTimeout, "cut a store request (HEAD, GET with its body, PUT, DELETE, LIST) that has not finished after this long; it is retried like a transient failure. 0s: no limit")
 	f.Duration("timeout", 0, "end the whole command after this long (exit 1, \"timed out\"); the work done so far is kept and a rerun resumes it. 0s: no limit")
 	f.Bool("no-progress", false, "draw no progress bar (one is drawn on stderr only when stderr is a terminal, never under -o json)")
+	f.Duration("probe-max-age", storeprobe.DefaultMaxAge, "trust the store probe result kept in an s3:// store for this long; an older or missing one is probed again before the first write of a mutating command (0s: probe before every mutating run)")
+	f.Bool("skip-store-probe", false, "let mutating commands write without checking the store probe result (for a store known good); they say so on stderr")
 
 	root.AddCommand(
 		newVersionCmd(g),
@@ -485,6 +501,9 @@ func (g *globals) resolve(cmd *cobra.Command) error {
 	}
 	if g.cfg.Timeout < 0 {
 		return exitcode.UsageErr(fmt.Errorf("--timeout %s: want 0s (no limit) or more", g.cfg.Timeout))
+	}
+	if g.cfg.ProbeMaxAge < 0 {
+		return exitcode.UsageErr(fmt.Errorf("--probe-max-age %s: want 0s (probe every mutating run) or more", g.cfg.ProbeMaxAge))
 	}
 	g.log = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))
 	g.resolved = true

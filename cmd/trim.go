@@ -61,7 +61,7 @@ with exit 2 and nothing is written.` + exitStatusHelp("1 when the request is ref
 				return err
 			}
 			ctx := cmd.Context()
-			st, err := g.store(ctx)
+			st, err := g.mutatingStore(ctx, o.dryRun)
 			if err != nil {
 				return err
 			}

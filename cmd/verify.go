@@ -106,7 +106,7 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 		}
 		sample = s
 	}
-	st, err := g.store(ctx)
+	st, err := g.mutatingStore(ctx, o.readOnly)
 	if err != nil {
 		return err
 	}

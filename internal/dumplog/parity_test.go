@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/nereusctl/nereusctl/internal/importer"
+	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
@@ -164,4 +165,23 @@ func fromOffset(t *testing.T, text string, from int64) string {
 		}
 	}
 	return strings.Join(out, "\n") + "\n"
+}
+
+// TestControlTypeLine: a control record that is no transaction marker is
+// printed as DumpLogSegments' default branch of printControlRecord does,
+// " controlType: $controlType($controlTypeId)": an unknown type id 9 is
+// ControlRecordType.UNKNOWN, "UNKNOWN(9)"; LEADER_CHANGE (id 2), which
+// Kafka before its JSON rendering printed the same way, "LEADER_CHANGE(2)".
+func TestControlTypeLine(t *testing.T) {
+	for _, c := range []struct {
+		id   int16
+		want string
+	}{{9, " controlType: UNKNOWN(9)"}, {2, " controlType: LEADER_CHANGE(2)"}} {
+		key := kafka.ControlRecordKey(kafka.ControlType(c.id))
+		l := &RecordLine{Offset: 1, TimestampType: "CreateTime", KeySize: len(key), ValueSize: -1, Sequence: -1,
+			Control: controlInfo(&kafka.Record{Key: key})}
+		if got := l.Text(); !strings.HasSuffix(got, "headerKeys: []"+c.want) {
+			t.Errorf("type %d: %q, want it to end with %q", c.id, got, c.want)
+		}
+	}
 }

@@ -43,7 +43,7 @@ func (s *CommittedSource) segments(ctx context.Context, from int64, chain []layo
 		return nil, fmt.Errorf("stream %s: list generations: %w", s.sid, err)
 	}
 	var newer []*layout.Generation // COMMITTED generations ending above from, newest first
-	var pred *layout.Generation     // the newest one ending at or below from
+	var pred *layout.Generation    // the newest one ending at or below from
 	for i := len(gens) - 1; i >= 0; i-- {
 		g, _, err := layout.LoadGeneration(ctx, s.st, s.sid, gens[i])
 		if err != nil {

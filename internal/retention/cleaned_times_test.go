@@ -18,11 +18,10 @@ const sealMs = 50_000
 
 // cdStream is a compact,delete partition written segment by segment.
 type cdStream struct {
-	st   *store.Mem
-	tp   layout.TopicPartition
-	sid  string
-	w    *stream.Writer
-	segs [][]kafka.Record // keys and timestamps of each closed segment, in order
+	st  *store.Mem
+	tp  layout.TopicPartition
+	sid string
+	w   *stream.Writer
 }
 
 func newCDStream(t *testing.T) *cdStream {

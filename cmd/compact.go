@@ -43,8 +43,10 @@ func newCompactCmd(g *globals) *cobra.Command {
   7 from then on readers take the compacted prefix from the view.
 A crash at any step leaves a task under tasks/; a rerun resumes it with the
 same clock and produces the same bytes, or restarts when a source changed.
-Never two active sets. --dry-run reports the plan and sizes and writes
-nothing.
+Never two active sets. --dry-run reports the plan and sizes, and whether
+Kafka's log cleaner would pick the partition now (its dirty ratio against the
+topic's min.cleanable.dirty.ratio, 'config set', default 0.5; its
+max.compaction.lag.ms), and writes nothing.
 
 --all takes every partition whose cleanup.policy contains compact; a binding
 that cannot be read is a row with its error (never silently left out), and

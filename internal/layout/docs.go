@@ -56,6 +56,24 @@ type TopicConfig struct {
 	DeleteRetentionMs  int64  `json:"delete.retention.ms"`
 	MinCompactionLagMs int64  `json:"min.compaction.lag.ms"`
 	MaxCompactionLagMs int64  `json:"max.compaction.lag.ms"`
+	// MinCleanableDirtyRatio is Kafka's min.cleanable.dirty.ratio (a
+	// DOUBLE in [0, 1], LogConfig), or nil for Kafka's default
+	// (DefaultMinCleanableDirtyRatio): optional, so a binding written
+	// before it existed keeps its bytes and digest. CleanableRatio reads it.
+	MinCleanableDirtyRatio *float64 `json:"min.cleanable.dirty.ratio,omitempty"`
+}
+
+// DefaultMinCleanableDirtyRatio is Kafka's default min.cleanable.dirty.ratio
+// (LogConfig / ServerLogConfigs: 0.5).
+const DefaultMinCleanableDirtyRatio = 0.5
+
+// CleanableRatio is the topic's min.cleanable.dirty.ratio: the snapshot's
+// value, or Kafka's default 0.5 when it has none.
+func (c TopicConfig) CleanableRatio() float64 {
+	if c.MinCleanableDirtyRatio == nil {
+		return DefaultMinCleanableDirtyRatio
+	}
+	return *c.MinCleanableDirtyRatio
 }
 
 // DefaultTopicConfig returns Kafka's broker defaults.
@@ -118,6 +136,9 @@ func (c TopicConfig) Validate() error {
 	}
 	if c.DeleteRetentionMs < 0 || c.MinCompactionLagMs < 0 || c.MaxCompactionLagMs < 1 {
 		return errors.New("delete.retention.ms, min.compaction.lag.ms must be >= 0 and max.compaction.lag.ms >= 1")
+	}
+	if r := c.MinCleanableDirtyRatio; r != nil && !(*r >= 0 && *r <= 1) {
+		return fmt.Errorf("min.cleanable.dirty.ratio %v: want 0..1", *r)
 	}
 	return nil
 }

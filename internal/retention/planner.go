@@ -42,6 +42,9 @@ type Segment struct {
 	MaxTimestamp int64 `json:"max_timestamp"` // largest record timestamp, or the seal time when none
 	Open         bool  `json:"open"`
 	Gen          int64 `json:"gen"`
+	// Cleaned marks a segment ViewSegments made of covered segments: a
+	// segment of Kafka's cleaned log (its Gen is its last segment's).
+	Cleaned bool `json:"-"`
 }
 
 // Input is everything a plan depends on.
@@ -146,11 +149,11 @@ func SegmentsOf(p *state.Partition, sealTimes map[int64]int64) []Segment {
 // the cleaned bytes. nereusctl groups the covered segments the same way on
 // their COMMITTED sizes (the first cleaning's rule); a group's bytes are
 // the view's bytes in its offset range (each view object's size shared
-// over the groups by the offsets of the object they hold) and its max
-// timestamp the largest of its segments (the cleaner keeps the retained
-// records' timestamps and the last segment's mtime: never earlier than
-// Kafka). view lists the active set's objects; segments not wholly inside
-// [start, end) are kept as they are.
+// over the groups by the offsets of the object they hold). A group is
+// marked Cleaned; its MaxTimestamp is still its segments' largest, until
+// CleanedTimes sets the one Kafka's cleaned segment has. view lists the
+// active set's objects; segments not wholly inside [start, end) are kept
+// as they are.
 func ViewSegments(segs []Segment, start, end int64, view []layout.ObjectRef, segmentBytes int64) []Segment {
 	if len(view) == 0 || end <= start {
 		return segs
@@ -186,6 +189,7 @@ func ViewSegments(segs []Segment, start, end int64, view []layout.ObjectRef, seg
 		}
 		if group == nil {
 			g := s
+			g.Cleaned = true
 			group, groupSize = &g, 0
 		} else {
 			group.End = s.End
@@ -196,6 +200,31 @@ func ViewSegments(segs []Segment, start, end int64, view []layout.ObjectRef, seg
 	}
 	flush()
 	return out
+}
+
+// CleanedTimes sets the largest timestamp of each Cleaned segment to the
+// one Kafka's cleaned segment has (LogSegment.largestTimestamp): the
+// largest timestamp of the records the cleaner kept in its range
+// (LogCleaner.cleanInto appends only the retained batches to the cleaned
+// segment), retained(base, end); when it kept none with a timestamp, the
+// cleaned file's mtime, which LogCleaner.cleanSegments sets to its last
+// source segment's (cleaned.setLastModified(segments.last.lastModified)):
+// lastModified(gen) of the group's last segment, its seal time. A time
+// neither gives never expires. Other segments are left as they are.
+func CleanedTimes(segs []Segment, retained func(from, to int64) (int64, bool), lastModified func(gen int64) (int64, bool)) {
+	for i := range segs {
+		s := &segs[i]
+		if !s.Cleaned {
+			continue
+		}
+		if ts, ok := retained(s.Base, s.End); ok {
+			s.MaxTimestamp = ts
+		} else if ts, ok := lastModified(s.Gen); ok {
+			s.MaxTimestamp = ts
+		} else {
+			s.MaxTimestamp = 1<<63 - 1
+		}
+	}
 }
 
 // viewObjects loads the objects of a binding's ACTIVE compacted set (one

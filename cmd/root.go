@@ -49,6 +49,10 @@ type Config struct {
 	NoProgress           bool          `mapstructure:"no-progress"`
 	RequestTimeout       time.Duration `mapstructure:"request-timeout"`
 	Timeout              time.Duration `mapstructure:"timeout"`
+	// PushGateway and PushGatewayLabels: where the scheduled commands push
+	// their metrics (cmd/metrics.go).
+	PushGateway       string   `mapstructure:"push-gateway"`
+	PushGatewayLabels []string `mapstructure:"push-gateway-label"`
 }
 
 // DefaultRequestTimeout bounds one store request (its body included): far
@@ -89,6 +93,9 @@ type globals struct {
 	// and cancelDeadline its cancel.
 	deadline       context.Context
 	cancelDeadline context.CancelFunc
+	// metrics is the run of a scheduled command with a metrics output
+	// (--metrics-file, --push-gateway), written when it ends.
+	metrics *metricsRun
 }
 
 // errTimedOut is the cause of a --timeout deadline.
@@ -163,6 +170,7 @@ func execute(ctx context.Context, g *globals, args []string, stdout io.Writer) i
 		err = exitcode.Wrap(exitcode.Error, fmt.Errorf("%s: timed out after %s (--timeout): %w", strings.TrimPrefix(failed.CommandPath(), "nereusctl "), g.cfg.Timeout, err),
 			"the work done so far is kept and every step is idempotent: rerun the same command, with a longer --timeout, to finish")
 	}
+	err = g.finishMetrics(ctx, err)
 	if g.cfg.Stats && g.counter != nil {
 		g.writeStats(stderr)
 	}
@@ -346,7 +354,7 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 				return err
 			}
 			g.startDeadline(cmd)
-			return nil
+			return g.startMetrics(cmd)
 		},
 		// --version prints what `version` prints; nereusctl alone, its help.
 		Args: unknownSubcommand,
@@ -386,12 +394,15 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 	f.Duration("request-timeout", DefaultRequestTimeout, "cut a store request (HEAD, GET with its body, PUT, DELETE, LIST) that has not finished after this long; it is retried like a transient failure. 0s: no limit")
 	f.Duration("timeout", 0, "end the whole command after this long (exit 1, \"timed out\"); the work done so far is kept and a rerun resumes it. 0s: no limit")
 	f.Bool("no-progress", false, "draw no progress bar (one is drawn on stderr only when stderr is a terminal, never under -o json)")
+	f.String("push-gateway", "", "push the run's Prometheus metrics to this Pushgateway (http[s]://HOST[:PORT][/PATH]), job nereusctl, grouped by command and shard; scheduled commands only: status, verify, retention run, gc, compact, checkpoint create (not on a dry run)")
+	f.StringArray("push-gateway-label", nil, "with --push-gateway: one more grouping label KEY=VALUE (repeatable; the environment variable takes a comma-separated list)")
 
 	root.AddCommand(
 		newVersionCmd(g),
 		newStoreCmd(g),
 	)
 	addCommands(root, g)
+	addMetricsFlags(root)
 	root.SetHelpCommand(newHelpCmd())
 	strictCommands(root)
 	registerCompletions(root, g)

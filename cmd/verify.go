@@ -129,6 +129,7 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 	if err != nil {
 		return err
 	}
+	g.observeVerify(reps, o.deep && sample == nil, o.sel.all)
 	prog.done()
 	findings, blocked, failed, hashed := 0, 0, 0, int64(0)
 	code := exitcode.OK

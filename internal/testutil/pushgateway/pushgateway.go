@@ -1,4 +1,12 @@
-package metrics
+// Package pushgateway is a Pushgateway for tests: a loopback HTTP listener
+// that takes pushes the way the Pushgateway's README describes them
+// (https://github.com/prometheus/pushgateway#url): PUT
+// /metrics/job/J{/LABEL/VALUE} replaces the group, POST replaces only the
+// families it sends, a LABEL@base64 component carries a base64url value
+// ("=" the empty one), and GET /metrics exposes every group's series with
+// the grouping labels added (instance="" where the key has none). Every
+// push is recorded, its body decoded with expfmt.
+package pushgateway
 
 import (
 	"encoding/base64"
@@ -17,19 +25,15 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// gateway is a loopback HTTP listener that takes pushes the way the
-// Pushgateway's README describes them: PUT /metrics/job/J{/LABEL/VALUE}
-// replaces the group, POST replaces only the families it sends, a
-// LABEL@base64 component carries a base64url value ("=" the empty one),
-// and GET /metrics exposes every group's series with the grouping labels
-// added. Every request is recorded, the bodies decoded with expfmt.
-type gateway struct {
-	t   *testing.T
+// Gateway is one test's Pushgateway.
+type Gateway struct {
+	t   testing.TB
 	srv *httptest.Server
 
-	mu      sync.Mutex
-	groups  map[string]*group
-	pushes  []pushed
+	mu     sync.Mutex
+	groups map[string]*group
+	pushes []Pushed
+	// failGet makes GET /metrics answer 503.
 	failGet bool
 }
 
@@ -38,18 +42,21 @@ type group struct {
 	fams   map[string]*dto.MetricFamily
 }
 
-// pushed is one push as received.
-type pushed struct {
-	method string
-	path   string
-	// labels is the grouping key decoded from the path, job included.
-	labels map[string]string
-	fams   map[string]*dto.MetricFamily
+// Pushed is one push as received.
+type Pushed struct {
+	Method string
+	// Path is the request's escaped path.
+	Path string
+	// Labels is the grouping key decoded from the path, job included.
+	Labels map[string]string
+	// Families are the pushed metric families by name.
+	Families map[string]*dto.MetricFamily
 }
 
-func newGateway(t *testing.T) *gateway {
+// Start starts a gateway on 127.0.0.1, stopped when t ends.
+func Start(t testing.TB) *Gateway {
 	t.Helper()
-	g := &gateway{t: t, groups: map[string]*group{}}
+	g := &Gateway{t: t, groups: map[string]*group{}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +67,15 @@ func newGateway(t *testing.T) *gateway {
 	return g
 }
 
-func (g *gateway) url() string { return g.srv.URL }
+// URL is the gateway's base URL, http://127.0.0.1:PORT.
+func (g *Gateway) URL() string { return g.srv.URL }
+
+// FailGet makes GET /metrics fail (503) from now on, or work again.
+func (g *Gateway) FailGet(fail bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.failGet = fail
+}
 
 // groupLabels decodes the grouping key of a push path.
 func groupLabels(path string) (map[string]string, error) {
@@ -106,7 +121,7 @@ func groupID(labels map[string]string) string {
 	return b.String()
 }
 
-func (g *gateway) serve(w http.ResponseWriter, r *http.Request) {
+func (g *Gateway) serve(w http.ResponseWriter, r *http.Request) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if r.Method == http.MethodGet && r.URL.Path == "/metrics" {
@@ -134,7 +149,7 @@ func (g *gateway) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		fams[mf.GetName()] = mf
 	}
-	g.pushes = append(g.pushes, pushed{method: r.Method, path: r.URL.EscapedPath(), labels: labels, fams: fams})
+	g.pushes = append(g.pushes, Pushed{Method: r.Method, Path: r.URL.EscapedPath(), Labels: labels, Families: fams})
 	id := groupID(labels)
 	switch r.Method {
 	case http.MethodPut:
@@ -157,7 +172,7 @@ func (g *gateway) serve(w http.ResponseWriter, r *http.Request) {
 
 // expose writes every group's series, grouping labels added, as the
 // gateway's /metrics does (instance="" where the key has no instance).
-func (g *gateway) expose(w http.ResponseWriter) {
+func (g *Gateway) expose(w http.ResponseWriter) {
 	merged := map[string]*dto.MetricFamily{}
 	for _, gr := range g.groups {
 		for n, mf := range gr.fams {
@@ -182,15 +197,27 @@ func (g *gateway) expose(w http.ResponseWriter) {
 	format := expfmt.NewFormat(expfmt.TypeTextPlain)
 	w.Header().Set("Content-Type", string(format))
 	enc := expfmt.NewEncoder(w, format)
-	for _, n := range sortedKeys(merged) {
+	names := make([]string, 0, len(merged))
+	for n := range merged {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
 		if err := enc.Encode(merged[n]); err != nil {
 			g.t.Errorf("gateway: encode %s: %v", n, err)
 		}
 	}
 }
 
-// last is the last push received.
-func (g *gateway) last(t *testing.T) pushed {
+// Pushes are the pushes received so far.
+func (g *Gateway) Pushes() []Pushed {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]Pushed(nil), g.pushes...)
+}
+
+// Last is the last push received (the test fails without one).
+func (g *Gateway) Last(t testing.TB) Pushed {
 	t.Helper()
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -200,8 +227,9 @@ func (g *gateway) last(t *testing.T) pushed {
 	return g.pushes[len(g.pushes)-1]
 }
 
-// stored is the family name of the group with labels, as the gateway holds it.
-func (g *gateway) stored(labels map[string]string, name string) *dto.MetricFamily {
+// Stored is the family name of the group with labels (job included), as
+// the gateway holds it; nil when it has none.
+func (g *Gateway) Stored(labels map[string]string, name string) *dto.MetricFamily {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	gr := g.groups[groupID(labels)]

@@ -3,8 +3,10 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -485,5 +487,131 @@ func TestBlockedPartitionsCounted(t *testing.T) {
 		if _, ok := fams[metrics.LastSuccess]; ok {
 			t.Errorf("%s: a failed first run wrote a last success", c.label)
 		}
+	}
+}
+
+// deployMetricNames are the nereusctl_* names a file of docs/deploy uses.
+func deployMetricNames(t *testing.T, file string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(docsDir, "deploy", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, n := range regexp.MustCompile(`nereusctl_[a-z_]+`).FindAllString(string(b), -1) {
+		out[n] = true
+	}
+	return out
+}
+
+// TestDeployMetricNames: the alert rules, their tests and the dashboard
+// use only names nereusctl writes (a renamed metric breaks them here), the
+// alerts cover what docs/deploy/README.md promises, and the dashboard
+// shows every current name.
+func TestDeployMetricNames(t *testing.T) {
+	known := map[string]bool{}
+	for _, n := range metrics.Names() {
+		known[n] = true
+	}
+	for _, f := range []string{"prometheus-rules.yaml", "prometheus-rules.test.yaml", "grafana-dashboard.json", "README.md"} {
+		for n := range deployMetricNames(t, f) {
+			if !known[n] {
+				t.Errorf("%s uses %s, which nereusctl does not write", f, n)
+			}
+		}
+	}
+	rules := deployMetricNames(t, "prometheus-rules.yaml")
+	for _, n := range []string{metrics.LastSuccess, metrics.Findings, metrics.PartitionBlocked, metrics.PartitionDataLoss, metrics.PartitionCheckpointAge, metrics.PartitionLastVerified} {
+		if !rules[n] {
+			t.Errorf("no alert over %s", n)
+		}
+	}
+	dash := deployMetricNames(t, "grafana-dashboard.json")
+	readme := deployMetricNames(t, "README.md")
+	for _, n := range metrics.Names() {
+		if !strings.HasPrefix(n, "nereusctl_retention_") || n == metrics.RetentionGarbageBytes {
+			if !dash[n] {
+				t.Errorf("the dashboard does not show %s", n)
+			}
+		}
+		if !readme[n] {
+			t.Errorf("docs/deploy/README.md does not name %s", n)
+		}
+	}
+}
+
+// dashboardQueries are the dashboard's PromQL expressions, its variables
+// replaced by ".*".
+func dashboardQueries(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(docsDir, "deploy", "grafana-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+		Templating struct {
+			List []struct {
+				Name string `json:"name"`
+			} `json:"list"`
+		} `json:"templating"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatalf("grafana-dashboard.json: %v", err)
+	}
+	vars := map[string]bool{}
+	for _, v := range d.Templating.List {
+		vars[v.Name] = true
+	}
+	var out []string
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			e := regexp.MustCompile(`\$\{?([a-z_]+)\}?`).ReplaceAllStringFunc(tg.Expr, func(m string) string {
+				name := strings.Trim(m, "${}")
+				if !vars[name] {
+					t.Errorf("panel %q: %s is no dashboard variable", p.Title, m)
+				}
+				return ".*"
+			})
+			out = append(out, e)
+		}
+	}
+	if len(out) < 10 {
+		t.Fatalf("only %d queries in the dashboard", len(out))
+	}
+	return out
+}
+
+// TestDeployRulesPromtool: promtool checks the alert rules and runs their
+// unit tests, and parses every dashboard query (as recording rules).
+func TestDeployRulesPromtool(t *testing.T) {
+	queries := dashboardQueries(t)
+	bin := promtool.Require(t)
+	dir := filepath.Join(docsDir, "deploy")
+	if out, err := promtool.Run(bin, nil, "check", "rules", filepath.Join(dir, "prometheus-rules.yaml")); err != nil {
+		t.Errorf("promtool check rules: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "test", "rules", "prometheus-rules.test.yaml")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("promtool test rules: %v\n%s", err, out)
+	}
+	var rules strings.Builder
+	rules.WriteString("groups:\n  - name: dashboard\n    rules:\n")
+	for i, q := range queries {
+		qj, _ := json.Marshal(q)
+		fmt.Fprintf(&rules, "      - record: dashboard:query%d\n        expr: %s\n", i, qj)
+	}
+	f := filepath.Join(t.TempDir(), "dashboard-rules.yaml")
+	if err := os.WriteFile(f, []byte(rules.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := promtool.Run(bin, nil, "check", "rules", f); err != nil {
+		t.Errorf("a dashboard query does not parse: %v\n%s", err, out)
 	}
 }

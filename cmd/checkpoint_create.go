@@ -97,6 +97,7 @@ others are still done; the exit status is the worst over the partitions.` + exit
 			if err != nil {
 				return err
 			}
+			observeOutcomes(g, outs, func(o outcome) (error, bool) { return o.err, o.r != nil && o.r.Reused })
 			prog.done()
 			results := []checkpointCreatePartitionJSON{}
 			var fails failures

@@ -139,6 +139,7 @@ func runCompact(cmd *cobra.Command, g *globals, o *compactOptions, args []string
 	if err != nil {
 		return err
 	}
+	observeOutcomes(g, outs, func(o outcome) (error, bool) { return compactErr(o.err), o.r != nil && o.r.UpToDate })
 	results := []compactPartitionJSON{}
 	var fails failures
 	var details []string

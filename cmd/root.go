@@ -53,6 +53,10 @@ type Config struct {
 	Timeout              time.Duration `mapstructure:"timeout"`
 	ProbeMaxAge          time.Duration `mapstructure:"probe-max-age"`
 	SkipStoreProbe       bool          `mapstructure:"skip-store-probe"`
+	// PushGateway and PushGatewayLabels: where the scheduled commands push
+	// their metrics (cmd/metrics.go).
+	PushGateway       string   `mapstructure:"push-gateway"`
+	PushGatewayLabels []string `mapstructure:"push-gateway-label"`
 }
 
 // DefaultRequestTimeout bounds one store request (its body included): far
@@ -96,6 +100,9 @@ type globals struct {
 	// probeNoted is set once the stored store probe result was looked at
 	// this run, and proved once a mutation's gate passed (probegate.go).
 	probeNoted, proved bool
+	// metrics is the run of a scheduled command with a metrics output
+	// (--metrics-file, --push-gateway), written when it ends.
+	metrics *metricsRun
 }
 
 // errTimedOut is the cause of a --timeout deadline.
@@ -178,6 +185,7 @@ func execute(ctx context.Context, g *globals, args []string, stdout io.Writer) i
 		err = exitcode.Wrap(exitcode.Error, fmt.Errorf("%s: timed out after %s (--timeout): %w", strings.TrimPrefix(failed.CommandPath(), "nereusctl "), g.cfg.Timeout, err),
 			"the work done so far is kept and every step is idempotent: rerun the same command, with a longer --timeout, to finish")
 	}
+	err = g.finishMetrics(ctx, err)
 	if g.cfg.Stats && g.counter != nil {
 		g.writeStats(stderr)
 	}
@@ -361,7 +369,7 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 				return err
 			}
 			g.startDeadline(cmd)
-			return nil
+			return g.startMetrics(cmd)
 		},
 		// --version prints what `version` prints; nereusctl alone, its help.
 		Args: unknownSubcommand,
@@ -403,12 +411,15 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 	f.Bool("no-progress", false, "draw no progress bar (one is drawn on stderr only when stderr is a terminal, never under -o json)")
 	f.Duration("probe-max-age", storeprobe.DefaultMaxAge, "trust the store probe result kept in an s3:// store for this long; an older or missing one is probed again before the first write of a mutating command (0s: probe before every mutating run)")
 	f.Bool("skip-store-probe", false, "let mutating commands write without checking the store probe result (for a store known good); they say so on stderr")
+	f.String("push-gateway", "", "push the run's Prometheus metrics to this Pushgateway (http[s]://HOST[:PORT][/PATH]), job nereusctl, grouped by command and shard; scheduled commands only: status, verify, retention run, gc, compact, checkpoint create (not on a dry run)")
+	f.StringArray("push-gateway-label", nil, "with --push-gateway: one more grouping label KEY=VALUE (repeatable; the environment variable takes a comma-separated list)")
 
 	root.AddCommand(
 		newVersionCmd(g),
 		newStoreCmd(g),
 	)
 	addCommands(root, g)
+	addMetricsFlags(root)
 	root.SetHelpCommand(newHelpCmd())
 	strictCommands(root)
 	registerCompletions(root, g)

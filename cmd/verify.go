@@ -134,6 +134,7 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 	if err != nil {
 		return err
 	}
+	g.observeVerify(reps, o.deep && sample == nil, o.sel.all)
 	prog.done()
 	storeFindings := []health.Finding{}
 	if o.sel.all && (o.sel.shard == "" || strings.HasPrefix(o.sel.shard, "0/")) {

@@ -1,7 +1,7 @@
 // Package retention owns DeleteRecords trims and time/size retention: the
 // planner that reproduces Kafka's own rules (the "stock retention oracle",
 // docs/kafka-retention-rules.md), the durable trim sequence of docs/design.md §7,
-// the retention run (lease, local progress, resume, metrics) and physical
+// the retention run (lease, local progress, resume) and physical
 // garbage collection.
 //
 // The planner is pure. The executor's only mutations are a pre-trim

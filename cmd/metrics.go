@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/health"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/localfile"
 	"github.com/nereusctl/nereusctl/internal/metrics"
@@ -198,13 +199,24 @@ func results(names ...string) map[string]int {
 // observeStatus: ok, blocked, failed (unreadable, or data loss); findings
 // by check: data_loss, corrupt, checkpoint_unusable (a checkpoint replay
 // skipped), binding_lags_trim; and every row's series.
-func (g *globals) observeStatus(rows []status.Partition) {
+func (g *globals) observeStatus(rows []status.Partition, storeFindings []health.Finding) {
 	g.observe(func(r *metrics.Run) {
 		r.Partitions = results(metrics.ResultOK, metrics.ResultBlocked, metrics.ResultFailed)
 		r.Findings = results("data_loss", "corrupt", "checkpoint_unusable", "binding_lags_trim")
+		// Health findings by check (a skipped checkpoint counts once, as
+		// checkpoint_unusable); the store's own (orphan streams, stray
+		// keys) too.
+		for _, f := range storeFindings {
+			r.Findings[f.Check]++
+		}
 		for _, p := range rows {
+			for _, f := range p.Findings {
+				if f.Scope != health.ScopeCheckpoint {
+					r.Findings[f.Check]++
+				}
+			}
 			switch {
-			case p.DataLoss != nil || p.Error != "":
+			case p.DataLoss != nil || p.Error != "" || len(p.Findings) > 0:
 				r.Partitions[metrics.ResultFailed]++
 			case p.Blocked:
 				r.Partitions[metrics.ResultBlocked]++

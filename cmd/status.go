@@ -107,7 +107,7 @@ func runStatus(cmd *cobra.Command, g *globals, o *statusOptions, args []string) 
 			return fmt.Errorf("status: %w", err)
 		}
 	}
-	g.observeStatus(rows)
+	g.observeStatus(rows, storeFindings)
 	if o.drawn && !g.json() {
 		for _, l := range status.Map(rows, terminalWidth(g.stdout)) {
 			fmt.Fprintln(g.stdout, l)

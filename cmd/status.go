@@ -215,6 +215,9 @@ func statusNotes(rows []status.Partition, storeFindings []health.Finding) []stri
 	}
 	for _, r := range rows {
 		name := fmt.Sprintf("%s-%d", r.Topic, r.Partition)
+		if r.Blocked && r.BlockedReason != "" {
+			out = append(out, fmt.Sprintf("%s: BLOCKED: %s (hint: %s)", name, r.BlockedReason, health.HintBlocked))
+		}
 		for _, f := range r.Findings {
 			if f.Scope == health.ScopeCheckpoint {
 				continue // the skipped-checkpoint note below says it

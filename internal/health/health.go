@@ -143,6 +143,23 @@ func (r *Report) Err() error {
 	return &Error{Report: r}
 }
 
+// MutationErr is Err for a command about to write: a damaged checkpoint
+// alone does not refuse it (a checkpoint only accelerates a restart, and
+// the write publishes a new one: checkpoint create is that finding's
+// remedy), every other finding and a blocked partition do.
+func (r *Report) MutationErr() error {
+	if r == nil {
+		return nil
+	}
+	refuse := &Report{Partition: r.Partition, Blocked: r.Blocked, BlockedReason: r.BlockedReason}
+	for _, f := range r.Findings {
+		if f.Scope != ScopeCheckpoint {
+			refuse.Findings = append(refuse.Findings, f)
+		}
+	}
+	return refuse.Err()
+}
+
 // Error is an unhealthy partition, as an error: its kind is the first
 // finding's (or Blocked), its message names the partition, the first
 // finding's object, check and detail, its hint the runbook.

@@ -121,6 +121,11 @@ type Report struct {
 	// coverage, or mandatory coverage missing).
 	Blocked       bool   `json:"blocked"`
 	BlockedReason string `json:"blocked_reason,omitempty"`
+	// Quarantined are the coverage findings of a set already QUARANTINED:
+	// the damage the quarantine record names, which repair mends. They
+	// block the partition (Blocked) and are no new finding of it; verify
+	// reports them.
+	Quarantined []Finding `json:"-"`
 }
 
 // OK reports a partition that may be acted on.
@@ -237,7 +242,7 @@ const (
 )
 
 // HintBlocked is the hint for a blocked partition.
-const HintBlocked = "the partition's coordinator is blocked: see 'nereusctl quarantine list' and " + RunbookBlocked
+const HintBlocked = "see 'nereusctl quarantine list' and " + RunbookBlocked
 
 // HintFor is the operator hint for one finding, chosen from its scope and
 // check: each kind of finding has its own.
@@ -383,8 +388,14 @@ func Check(o *Observed) *Report {
 			rep.BlockedReason = fmt.Sprintf("mandatory compacted coverage is missing: the binding's coverage is NONE but the stream holds %d TOPIC_COMPACTED generation(s)", compacted)
 		}
 	}
-	if b.Coverage.State != layout.CoverageNone {
+	if b.Coverage.State == layout.CoverageActive {
 		rep.Add(coverage(o, gens)...)
+	}
+	if b.Coverage.State == layout.CoverageQuarantined {
+		for _, f := range coverage(o, gens) {
+			f.Partition = rep.Partition
+			rep.Quarantined = append(rep.Quarantined, f)
+		}
 	}
 	if b.Coverage.State == layout.CoverageQuarantined {
 		rep.Blocked = true

@@ -18,14 +18,17 @@ import (
 // manifests a partition's replay must read: a replay's own reads (binding,
 // head, checkpoint, anchor object, a coverage manifest; listings of the
 // checkpoints, the objects after the anchor, the objects from the trim for
-// the hole check, the generations) and, for a trimmed partition, the durable
+// the hole check, the generations; and the health check's listing of the
+// compacted/ views of a partition with coverage where the stream is not
+// listed in one page, file://: it reads no manifest a checkpoint recorded)
+// and, for a trimmed partition, the durable
 // sequence's writes and its one read-back: pre-trim checkpoint PUT, the
 // binding's checkpoint_ref PUT, head PUT, head read-back, binding PUT. The
 // binding and head are read once before their CAS (not again), the
 // partition is replayed once. The partition lease (PUT, DELETE) and the
 // store progress (a GET, then PUTs) are outside a partition's count.
 const (
-	replayBudget = 9
+	replayBudget = 10
 	trimBudget   = 5
 )
 

@@ -41,10 +41,24 @@ type Prior struct {
 	Manifests map[int64]Manifest
 	// Skipped are the checkpoints replay could not use.
 	Skipped []SkippedCheckpoint
+	// Known are the manifests a checkpoint recorded (NKC1 section
+	// manifests): one the listing shows at the recorded size and MD5 is
+	// not read again (its summary is the checkpoint's), and a generation
+	// older than the newest known one that the checkpoint does not name
+	// (below the trim, or a superseded view: garbage for gc) is not read
+	// at all. Coverage members are always read.
+	Known map[int64]KnownManifest
 	// KeysOnly lists the objects without sizes where that is cheaper
 	// (file://: no stat per object), for a caller that reads every object
 	// anyway (verify --deep): their sizes are then not compared here.
 	KeysOnly bool
+}
+
+// KnownManifest is what a checkpoint recorded of a manifest.
+type KnownManifest struct {
+	Summary layout.GenerationSummary
+	Size    int64
+	MD5     string
 }
 
 // manifestReads is how many manifests Gather reads at once.
@@ -100,7 +114,7 @@ func Gather(ctx context.Context, st store.Store, b *layout.Binding, prior Prior)
 	if err != nil {
 		return nil, nil, fmt.Errorf("health %s: %w", b.Name(), err)
 	}
-	if o.Manifests, err = readManifests(ctx, st, b.StreamID, gens, prior.Manifests); err != nil {
+	if o.Manifests, err = readManifests(ctx, st, b, infos, gens, prior); err != nil {
 		return nil, nil, fmt.Errorf("health %s: %w", b.Name(), err)
 	}
 	o.HaveManifests = true
@@ -146,25 +160,44 @@ func Gather(ctx context.Context, st store.Store, b *layout.Binding, prior Prior)
 	return Check(o), o, nil
 }
 
-// readManifests reads the generations' manifests (those prior lacks),
-// several at once; one that is missing or does not decode is kept with
-// its error (a finding), any other failure is returned.
-func readManifests(ctx context.Context, st store.Store, sid string, gens []int64, prior map[int64]Manifest) ([]Manifest, error) {
-	out := make([]Manifest, len(gens))
+// readManifests reads the listed generations' manifests that prior has
+// neither read nor knows unchanged, several at once; one that is missing
+// or does not decode is kept with its error (a finding), any other failure
+// is returned.
+func readManifests(ctx context.Context, st store.Store, b *layout.Binding, infos []store.ObjectInfo, gens []int64, prior Prior) ([]Manifest, error) {
+	members := map[int64]bool{}
+	for _, m := range b.Coverage.Members {
+		members[m.Gen] = true
+	}
+	newestKnown := int64(-1)
+	for g := range prior.Known {
+		newestKnown = max(newestKnown, g)
+	}
+	out := make([]Manifest, 0, len(gens))
 	var todo []int
 	for i, g := range gens {
-		if m, ok := prior[g]; ok {
-			out[i] = m
+		if m, ok := prior.Manifests[g]; ok {
+			out = append(out, m)
 			continue
 		}
-		todo = append(todo, i)
+		if k, ok := prior.Known[g]; ok && !members[g] && infos[i].ETag != "" && infos[i].ETag == k.MD5 && infos[i].Size == k.Size {
+			s := k.Summary
+			out = append(out, Manifest{Gen: g, MD5: k.MD5, Size: k.Size, Summary: &s})
+			continue
+		}
+		if _, ok := prior.Known[g]; !ok && g < newestKnown && !members[g] {
+			continue // not in the checkpoint's state: below the trim, or a superseded view
+		}
+		todo = append(todo, len(out))
+		out = append(out, Manifest{Gen: g})
 	}
 	_, err := fleet.Map(ctx, manifestReads, todo, func(ctx context.Context, _ int, i int) (struct{}, error) {
-		g, sum, err := layout.LoadGeneration(ctx, st, sid, gens[i])
+		n := out[i].Gen
+		g, sums, err := layout.LoadGenerationSums(ctx, st, b.StreamID, n)
 		if err != nil && !layout.IsCorrupt(err) && !errors.Is(err, store.ErrNotFound) {
 			return struct{}{}, err
 		}
-		out[i] = Manifest{Gen: gens[i], G: g, SHA256: sum, Err: err}
+		out[i] = Manifest{Gen: n, G: g, SHA256: sums.SHA256, MD5: sums.MD5, Size: sums.Size, Err: err}
 		return struct{}{}, nil
 	})
 	return out, err
@@ -216,7 +249,7 @@ func listStream(ctx context.Context, st store.Store, sid string, keysOnly bool) 
 		}
 	})
 	wg.Go(func() { l.ckpts, errs[1] = st.List(ctx, layout.CheckpointsPrefix(sid)) })
-	wg.Go(func() { l.gens, errs[2] = st.List(ctx, layout.GenerationsPrefix(sid)) })
+	wg.Go(func() { l.gens, errs[2] = store.ListETags(ctx, st, layout.GenerationsPrefix(sid)) })
 	wg.Go(func() { l.compacted, errs[3] = st.List(ctx, layout.CompactedPrefix(sid)) })
 	wg.Wait()
 	return l, errors.Join(errs[:]...)

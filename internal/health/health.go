@@ -283,7 +283,14 @@ type Manifest struct {
 	Gen    int64
 	G      *layout.Generation
 	SHA256 string
-	Err    error
+	// MD5 and Size of the bytes read (what a checkpoint records of it).
+	MD5  string
+	Size int64
+	Err  error
+	// Summary, when G is nil and Err is nil: the manifest was not read,
+	// the listing showed it unchanged since a checkpoint recorded it
+	// (Prior.Known), and this is what that checkpoint holds of it.
+	Summary *layout.GenerationSummary
 }
 
 // SkippedCheckpoint is a checkpoint replay tried and could not use.
@@ -363,6 +370,19 @@ func Check(o *Observed) *Report {
 					f.Expected, f.Found = "present", "missing"
 				}
 				rep.Add(f)
+				continue
+			}
+			if m.G == nil && m.Summary != nil {
+				// Unchanged since a checkpoint recorded it: its summary
+				// stands for it (no objects to check against the listing).
+				s := m.Summary
+				g := &layout.Generation{StreamID: b.StreamID, Gen: s.Gen, Kind: s.Kind, Base: s.Base, End: s.End}
+				loaded = append(loaded, g)
+				if g.Kind == layout.KindTopicCompacted {
+					compacted++
+				} else if g.End > trim {
+					committed = append(committed, g)
+				}
 				continue
 			}
 			gens[m.Gen] = m.G

@@ -697,19 +697,34 @@ func LoadHead(ctx context.Context, st store.Store, sid string) (*Head, string, e
 // LoadGeneration reads a generation manifest and returns it with the SHA-256
 // of its bytes (the digest sources and sets refer to).
 func LoadGeneration(ctx context.Context, st store.Store, sid string, gen int64) (*Generation, string, error) {
+	g, sums, err := LoadGenerationSums(ctx, st, sid, gen)
+	return g, sums.SHA256, err
+}
+
+// ManifestSums are the digests of a manifest's bytes: the SHA-256 sources
+// and sets refer to, and the size and MD5 (the ETag a listing shows) a
+// checkpoint records (NKC1 section manifests).
+type ManifestSums struct {
+	SHA256 string
+	MD5    string
+	Size   int64
+}
+
+// LoadGenerationSums is LoadGeneration with the size and MD5 of the bytes.
+func LoadGenerationSums(ctx context.Context, st store.Store, sid string, gen int64) (*Generation, ManifestSums, error) {
 	key := GenerationKey(sid, gen)
 	data, err := getDocument(ctx, st, key)
 	if err != nil {
-		return nil, "", err
+		return nil, ManifestSums{}, err
 	}
 	var g Generation
 	if err := Decode(key, data, &g); err != nil {
-		return nil, "", err
+		return nil, ManifestSums{}, err
 	}
 	if g.StreamID != sid || g.Gen != gen {
-		return nil, "", corrupt(key, "names stream %s generation %d", g.StreamID, g.Gen)
+		return nil, ManifestSums{}, corrupt(key, "names stream %s generation %d", g.StreamID, g.Gen)
 	}
-	return &g, store.SHA256Of(data), nil
+	return &g, ManifestSums{SHA256: store.SHA256Of(data), MD5: store.ETagOf(data), Size: int64(len(data))}, nil
 }
 
 // ListGenerations lists the generation numbers of a stream, ascending.

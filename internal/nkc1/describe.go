@@ -118,6 +118,8 @@ func describe(id uint16, raw []byte) (any, error) {
 			return nil, err
 		}
 		return ClockView{NowMs: c.NowMs, Now: c.Time().Format(time.RFC3339Nano), ProducerIDExpirationMs: c.ExpirationMs}, nil
+	case SectionManifests:
+		return decodeManifests(raw)
 	}
 	sum := sha256.Sum256(raw)
 	return UnknownSectionView{ID: id, RawLen: len(raw), SHA256: hex.EncodeToString(sum[:])}, nil

@@ -72,6 +72,13 @@ func Encode(c *Checkpoint) (data []byte, rootHex string, err error) {
 		}
 		secs = append(secs, sec{id: SectionClock, flags: FlagOptional, raw: raw})
 	}
+	if c.Manifests != nil {
+		raw, err := encodeManifests(c.Manifests)
+		if err != nil {
+			return nil, "", fmt.Errorf("nkc1: encode: manifests: %w", err)
+		}
+		secs = append(secs, sec{id: SectionManifests, flags: FlagOptional, raw: raw})
+	}
 	data = appendHeader(make([]byte, 0, headerSize+int(total)/2+1024), Version, 0, uint32(len(secs)))
 	entries := make([]entry, 0, len(secs))
 	for _, sc := range secs {

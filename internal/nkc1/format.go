@@ -41,9 +41,9 @@ const (
 // (ids 1..numRequired, in order).
 const numRequired = 9
 
-var sectionNames = [numRequired + 2]string{
+var sectionNames = [numRequired + 3]string{
 	"", "anchor", "producers", "transactions", "aborted", "epochs",
-	"segments", "indexes", "coverage", "binding", "clock",
+	"segments", "indexes", "coverage", "binding", "clock", "manifests",
 }
 
 // sectionAliases are the other names SectionByName accepts.

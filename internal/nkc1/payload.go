@@ -62,6 +62,10 @@ type Checkpoint struct {
 	// checkpoint was made (optional section 10); nil: none was, the
 	// state holds every producer the log names.
 	Clock *state.Clock
+	// Manifests are the generation manifests the state depends on, with
+	// the size and MD5 of their bytes (optional section 11); nil in a
+	// checkpoint made before the section.
+	Manifests []ManifestRef
 }
 
 // Field caps (bytes). Strings are stored as uint16 length + UTF-8 bytes.

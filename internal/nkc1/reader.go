@@ -339,6 +339,8 @@ func (r *Reader) Verify() []Finding {
 			raws.raw[e.id], raws.have[e.id] = raw, true
 		} else if e.id == SectionClock {
 			raws.clock, raws.haveClock = raw, true
+		} else if e.id == SectionManifests {
+			raws.manifests, raws.haveManifests = raw, true
 		}
 	}
 	_, errs := decodeAll(&raws)
@@ -373,6 +375,8 @@ func (r *Reader) Checkpoint() (*Checkpoint, error) {
 			raws.raw[e.id], raws.have[e.id] = raw, true
 		} else if e.id == SectionClock {
 			raws.clock, raws.haveClock = raw, true
+		} else if e.id == SectionManifests {
+			raws.manifests, raws.haveManifests = raw, true
 		}
 	}
 	c, errs := decodeAll(&raws)
@@ -419,9 +423,9 @@ func Decode(data []byte) (*Checkpoint, error) {
 type sectionRaws struct {
 	raw  [numRequired + 1][]byte
 	have [numRequired + 1]bool
-	// The optional clock section, when present.
-	clock     []byte
-	haveClock bool
+	// The optional clock and manifests sections, when present.
+	clock, manifests         []byte
+	haveClock, haveManifests bool
 }
 
 // decodeAll decodes every section present in raws independently, then,
@@ -486,6 +490,15 @@ func decodeAll(raws *sectionRaws) (*Checkpoint, []error) {
 			ok = false
 		} else {
 			c.Clock = &clock
+		}
+	}
+	if raws.haveManifests {
+		refs, err := decodeManifests(raws.manifests)
+		if err != nil {
+			fail(SectionManifests, err)
+			ok = false
+		} else {
+			c.Manifests = refs
 		}
 	}
 	if !ok {

@@ -86,12 +86,46 @@ func checkpointOf(ctx context.Context, st store.Store, b *layout.Binding, res *R
 		clock = &c
 	}
 	return &nkc1.Checkpoint{
-		Clock:    clock,
-		Anchor:   a,
-		State:    res.State,
-		Coverage: nkc1.Coverage{LogStart: res.State.LogStart, Anchor: h.Head, Sources: srcs},
-		Binding:  nkc1.BindingRef{Key: layout.BindingKey(b.Topic, b.Partition), Version: b.Version},
+		Clock:     clock,
+		Anchor:    a,
+		State:     res.State,
+		Coverage:  nkc1.Coverage{LogStart: res.State.LogStart, Anchor: h.Head, Sources: srcs},
+		Binding:   nkc1.BindingRef{Key: layout.BindingKey(b.Topic, b.Partition), Version: b.Version},
+		Manifests: manifestRefs(res),
 	}, nil
+}
+
+// manifestRefs are the manifests a checkpoint made from res records (NKC1
+// section manifests): every live one the replay and its health check saw,
+// the sealed COMMITTED generations the state holds and every
+// TOPIC_COMPACTED one, with the size and MD5 of their bytes, so that a
+// later restart's health check reads none of them again while the
+// listing shows them unchanged. A manifest the check neither read nor
+// knew (none, on a healthy partition) is left out, and is read then.
+func manifestRefs(res *Result) []nkc1.ManifestRef {
+	out := []nkc1.ManifestRef{}
+	for _, m := range res.manifests {
+		var s layout.GenerationSummary
+		switch {
+		case m.Err != nil:
+			continue
+		case m.G != nil:
+			s = m.G.Summary()
+		case m.Summary != nil:
+			s = *m.Summary
+		default:
+			continue
+		}
+		if _, live := res.Sources[s.Gen]; !live && s.Kind != layout.KindTopicCompacted {
+			continue // below the trim: garbage for gc
+		}
+		if m.Size <= 0 || len(m.MD5) != 32 {
+			continue
+		}
+		out = append(out, nkc1.ManifestRef{Gen: s.Gen, Kind: s.Kind, Base: s.Base, End: s.End, Size: m.Size, MD5: m.MD5})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Gen < out[j].Gen })
+	return out
 }
 
 // Create makes a checkpoint anchored at the current head and points the

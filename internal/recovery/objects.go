@@ -107,7 +107,7 @@ func (o *Objects) Checkpoints() ([]store.ObjectInfo, error) {
 // needs every generation, the tail only those after its checkpoint's.
 func (o *Objects) GenerationsAfter(after string) ([]store.ObjectInfo, error) {
 	if !o.gensOK {
-		infos, err := o.st.List(o.ctx, layout.GenerationsPrefix(o.sid))
+		infos, err := store.ListETags(o.ctx, o.st, layout.GenerationsPrefix(o.sid))
 		if err != nil {
 			return nil, err
 		}

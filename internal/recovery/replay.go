@@ -117,6 +117,12 @@ type Result struct {
 	// replay read and the manifests it did not: every reader reports it,
 	// every mutating operation refuses a partition it does not pass.
 	Health *health.Report
+	// manifests are the generation manifests the health check saw (read,
+	// or known unchanged from the chosen checkpoint): what a checkpoint
+	// made from this result records.
+	manifests []health.Manifest
+	// known is what the chosen checkpoint recorded of the manifests.
+	known map[int64]health.KnownManifest
 }
 
 // Options steer a replay.
@@ -240,6 +246,7 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 		// clock is not loaded.
 		res.expire(part, opt.Clock)
 		res.HeadObject, res.HeadObjectSHA256 = cp.Anchor.ObjectKey, cp.Anchor.ObjectSHA256
+		res.known = knownManifests(cp)
 		_, lastGen = part.SealedEnd()
 		lastGen = max(lastGen, maxSourceGen(cp.Coverage.Sources))
 		for _, s := range cp.Coverage.Sources {
@@ -375,11 +382,11 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 	// 7. Report, with the partition's health.
 	res.State = part
 	res.logFallbacks(opt.Log, opt.Full)
-	rep, _, err := health.Gather(ctx, st, b, health.Prior{Head: h, Lister: lister, ObjectsFrom: lister.ListedFrom(), Manifests: lister.readManifests(), Skipped: skippedCheckpoints(res.Candidates, b, h)})
+	rep, obs, err := health.Gather(ctx, st, b, health.Prior{Head: h, Lister: lister, ObjectsFrom: lister.ListedFrom(), Manifests: lister.readManifests(), Known: res.known, Skipped: skippedCheckpoints(res.Candidates, b, h)})
 	if err != nil {
 		return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
 	}
-	res.Health = rep
+	res.Health, res.manifests = rep, obs.Manifests
 	if opt.RequireHealthy {
 		if err := rep.MutationErr(); err != nil {
 			return res, err
@@ -388,6 +395,19 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 	// The state digest is computed when asked for (replay, compare,
 	// checkpoint create): status, trims and compaction do not need it.
 	return res, nil
+}
+
+// knownManifests is what a checkpoint recorded of the manifests (nil for
+// one made before NKC1 section manifests).
+func knownManifests(cp *nkc1.Checkpoint) map[int64]health.KnownManifest {
+	if cp.Manifests == nil {
+		return nil
+	}
+	out := make(map[int64]health.KnownManifest, len(cp.Manifests))
+	for _, m := range cp.Manifests {
+		out[m.Gen] = health.KnownManifest{Summary: m.Summary(), Size: m.Size, MD5: m.MD5}
+	}
+	return out
 }
 
 // skippedCheckpoints are the candidates replay skipped because their
@@ -820,11 +840,11 @@ func sealsAfter(ctx context.Context, st store.Store, lister *Objects, lastGen in
 		err error
 	}
 	got, err := fleet.Map(ctx, stream.ReadAheadObjects, gens, func(ctx context.Context, _ int, n int64) (loaded, error) {
-		g, sum, err := layout.LoadGeneration(ctx, st, sid, n)
+		g, sums, err := layout.LoadGenerationSums(ctx, st, sid, n)
 		if err == nil || layout.IsCorrupt(err) || errors.Is(err, store.ErrNotFound) {
-			lister.noteManifest(health.Manifest{Gen: n, G: g, SHA256: sum, Err: err})
+			lister.noteManifest(health.Manifest{Gen: n, G: g, SHA256: sums.SHA256, MD5: sums.MD5, Size: sums.Size, Err: err})
 		}
-		return loaded{g, sum, err}, nil
+		return loaded{g, sums.SHA256, err}, nil
 	})
 	if err != nil {
 		return nil, nil, nil, nil, err

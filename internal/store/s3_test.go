@@ -51,9 +51,10 @@ import (
 	"github.com/nereusctl/nereusctl/internal/testutil/s3server"
 )
 
-func newS3(t *testing.T, prefix string) (*store.S3, *s3server.Server) {
+// newS3 opens a store on a fresh bucket of impl's shared server.
+func newS3(t *testing.T, impl *s3server.Impl, prefix string) (*store.S3, *s3server.Server) {
 	t.Helper()
-	srv := s3server.Start(t)
+	srv := impl.Start(t)
 	s, err := store.NewS3(context.Background(), store.S3Config{
 		Bucket:   srv.Bucket,
 		Prefix:   prefix,
@@ -66,19 +67,26 @@ func newS3(t *testing.T, prefix string) (*store.S3, *s3server.Server) {
 	return s, srv
 }
 
+// The conformance suite, on each server of the list.
 func TestS3Conformance(t *testing.T) {
-	var bin string
-	storetest.Run(t, func(t *testing.T) store.Store {
-		s, srv := newS3(t, "nereus/test")
-		bin = srv.Binary
-		return s
+	s3server.Each(t, func(t *testing.T, impl *s3server.Impl) {
+		var bin string
+		storetest.Run(t, func(t *testing.T) store.Store {
+			s, srv := newS3(t, impl, "nereus/test")
+			bin = srv.Binary
+			return s
+		})
+		if bin != "" {
+			t.Logf("ran against %s (%s)", impl, bin)
+		}
 	})
-	t.Logf("ran against versitygw %s (%s)", s3server.Version, bin)
 }
 
 // The full-object SHA-256 sent with every Put is stored and returned.
-func TestS3SHA256Stored(t *testing.T) {
-	s, _ := newS3(t, "")
+func TestS3SHA256Stored(t *testing.T) { s3server.Each(t, testS3SHA256Stored) }
+
+func testS3SHA256Stored(t *testing.T, impl *s3server.Impl) {
+	s, _ := newS3(t, impl, "")
 	ctx := context.Background()
 	data := []byte("generation manifest")
 	put, err := s.Put(ctx, "streams/s/generations/1.json", data, store.IfAbsent())
@@ -99,9 +107,11 @@ func TestS3SHA256Stored(t *testing.T) {
 
 // Two prefixes in one bucket are two stores; keys come back without the
 // prefix.
-func TestS3PrefixIsolation(t *testing.T) {
+func TestS3PrefixIsolation(t *testing.T) { s3server.Each(t, testS3PrefixIsolation) }
+
+func testS3PrefixIsolation(t *testing.T, impl *s3server.Impl) {
 	ctx := context.Background()
-	a, srv := newS3(t, "/tenant-a/")
+	a, srv := newS3(t, impl, "/tenant-a/")
 	b, err := store.Open(ctx, srv.URL("tenant-b"), store.OpenOptions{S3Endpoint: srv.Endpoint})
 	if err != nil {
 		t.Fatal(err)
@@ -128,8 +138,10 @@ func TestS3PrefixIsolation(t *testing.T) {
 
 // Bad credentials are a permanent error that names the operation and key
 // and never shows the secret; WithRetry gives up at once.
-func TestS3BadCredentials(t *testing.T) {
-	_, srv := newS3(t, "")
+func TestS3BadCredentials(t *testing.T) { s3server.Each(t, testS3BadCredentials) }
+
+func testS3BadCredentials(t *testing.T, impl *s3server.Impl) {
+	_, srv := newS3(t, impl, "")
 	const secret = "wrong-secret-Zq8Xv"
 	t.Setenv("AWS_SECRET_ACCESS_KEY", secret)
 	s, err := store.NewS3(context.Background(), store.S3Config{Bucket: srv.Bucket, Endpoint: srv.Endpoint})
@@ -157,8 +169,10 @@ func TestS3BadCredentials(t *testing.T) {
 	}
 }
 
-func TestS3MissingBucket(t *testing.T) {
-	_, srv := newS3(t, "")
+func TestS3MissingBucket(t *testing.T) { s3server.Each(t, testS3MissingBucket) }
+
+func testS3MissingBucket(t *testing.T, impl *s3server.Impl) {
+	_, srv := newS3(t, impl, "")
 	s, err := store.NewS3(context.Background(), store.S3Config{Bucket: "no-such-bucket-here", Endpoint: srv.Endpoint})
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +190,7 @@ func TestS3MissingBucket(t *testing.T) {
 // A server that does not answer gives a retryable error naming the key,
 // within the context's time.
 func TestS3ServerDown(t *testing.T) {
-	_, srv := newS3(t, "") // for the credentials in the environment
+	_, srv := newS3(t, s3server.Versitygw, "") // for the credentials in the environment
 	_ = srv
 	hs := httptest.NewServer(http.NotFoundHandler())
 	endpoint := hs.URL
@@ -194,7 +208,7 @@ func TestS3ServerDown(t *testing.T) {
 }
 
 // The lost-response rule with one retry layer: a proxy in front of
-// versitygw forwards a guarded PUT, lets it complete, then drops the
+// each server forwards a guarded PUT, lets it complete, then drops the
 // connection. The SDK does not retry (aws.NopRetryer): the backend's error
 // is ambiguous, WithRetry tries again, meets 412 and checks whether ours
 // landed: IfAbsent by the stored bytes (success for ours,
@@ -203,7 +217,11 @@ func TestS3ServerDown(t *testing.T) {
 // a write that landed). Every attempt reaches the Counter under WithRetry
 // and the Meter at the HTTP client.
 func TestS3LostResponseReconciledByRetry(t *testing.T) {
-	_, srv := newS3(t, "")
+	s3server.Each(t, testS3LostResponseReconciledByRetry)
+}
+
+func testS3LostResponseReconciledByRetry(t *testing.T, impl *s3server.Impl) {
+	_, srv := newS3(t, impl, "")
 	target, _ := url.Parse(srv.Endpoint)
 	proxy := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
 		pr.SetURL(target)
@@ -280,7 +298,11 @@ func TestS3LostResponseReconciledByRetry(t *testing.T) {
 // Wrong credentials are ErrCredentials (the CLI's hint names the chain),
 // and a missing bucket is ErrNoSuchBucket: both permanent, sent once.
 func TestS3PermanentErrorsClassified(t *testing.T) {
-	_, srv := newS3(t, "")
+	s3server.Each(t, testS3PermanentErrorsClassified)
+}
+
+func testS3PermanentErrorsClassified(t *testing.T, impl *s3server.Impl) {
+	_, srv := newS3(t, impl, "")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "wrong-secret")
 	s, err := store.NewS3(context.Background(), store.S3Config{Bucket: srv.Bucket, Endpoint: srv.Endpoint})
 	if err != nil {
@@ -303,7 +325,7 @@ func TestS3PermanentErrorsClassified(t *testing.T) {
 // probing), says what is missing, and does not dump the SDK's provider
 // chain.
 func TestS3NoCredentialsFailsFast(t *testing.T) {
-	_, srv := newS3(t, "")
+	_, srv := newS3(t, s3server.Versitygw, "")
 	for _, viaConfig := range []bool{false, true} {
 		dir := t.TempDir()
 		cfgFile := filepath.Join(dir, "config")

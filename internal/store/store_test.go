@@ -8,7 +8,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/testutil/s3server"
 )
 
-// TestMain stops the shared versitygw gateway after the tests.
+// TestMain stops the shared S3 servers after the tests.
 func TestMain(m *testing.M) { s3server.Main(m) }
 
 func TestMemConformance(t *testing.T) {

@@ -1,15 +1,26 @@
-// Package s3server runs a real S3 server, versitygw
-// (github.com/versity/versitygw, v1.8.0, posix backend), for tests: one
-// gateway per test binary on 127.0.0.1, a fresh bucket per test. It never
-// listens beyond loopback, and its throwaway root credentials exist only in
-// the test process environment.
+// Package s3server runs real S3 servers for tests: a list of independently
+// written implementations, each started once per test binary on 127.0.0.1,
+// with a fresh bucket per test. They never listen beyond loopback, and
+// their throwaway credentials exist only in the test process environment.
 //
-// The binary is taken from $VERSITYGW, then PATH, then $(go env
-// GOPATH)/bin. When it is missing, tests skip loudly, except under CI (CI
-// set and not "false" or "0"), where they fail: the S3 suite must run there.
+// The list (All) is:
 //
-// Call Main from TestMain so the shared gateway is stopped and its
-// directory removed when the tests end:
+//   - versitygw (github.com/versity/versitygw, v1.8.0, posix backend);
+//   - SeaweedFS (github.com/seaweedfs/seaweedfs at a pinned commit, weed
+//     server with its S3 gateway).
+//
+// A suite that must hold on every server runs under Each, one subtest per
+// server (TestS3Conformance/versitygw, TestS3Conformance/seaweedfs); a test
+// that needs one S3 server and is not about the server calls Start, which
+// is versitygw.
+//
+// Each binary is taken from its variable ($VERSITYGW, $SEAWEEDFS), then
+// PATH, then $(go env GOPATH)/bin. When one is missing, the tests on that
+// server skip loudly, except under CI (CI set and not "false" or "0"),
+// where they fail: the S3 suites must run there.
+//
+// Call Main from TestMain so the shared servers are stopped and their
+// directories removed when the tests end:
 //
 //	func TestMain(m *testing.M) { s3server.Main(m) }
 package s3server
@@ -17,10 +28,8 @@ package s3server
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,27 +45,45 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
-// Version is the versitygw release the harness is written for.
-const Version = "v1.8.0"
-
-// Install is the command that installs the gateway binary.
-const Install = "go install github.com/versity/versitygw/cmd/versitygw@" + Version
-
 const (
 	accessKey = "nereus-test-root"
 	secretKey = "nereus-test-secret-not-a-real-key"
 	region    = "us-east-1"
 )
 
-// Server is one test's view of the shared gateway: its endpoint and a
-// bucket of its own.
+// Impl is one S3 server implementation the harness can run.
+type Impl struct {
+	// Name is the subtest name under Each: "versitygw", "seaweedfs".
+	Name string
+	// Version is the release or module version the harness is written
+	// for and CI installs.
+	Version string
+	// Install says how to install the binary.
+	Install string
+	// env names the variable that points at the binary; exe is the
+	// executable's name in PATH and GOPATH/bin.
+	env, exe string
+	// launch starts one server on free loopback ports.
+	launch func(i *Impl, bin string) (*gateway, error)
+}
+
+// String is "NAME VERSION", for logs.
+func (i *Impl) String() string { return i.Name + " " + i.Version }
+
+// All is the server list: every suite run under Each runs on each of them.
+var All = []*Impl{Versitygw, SeaweedFS}
+
+// Server is one test's view of a shared server: its endpoint and a bucket
+// of its own.
 type Server struct {
+	// Impl is the implementation serving.
+	Impl *Impl
 	// Endpoint is http://127.0.0.1:PORT.
 	Endpoint string
 	Region   string
 	// Bucket was created for this test and is empty.
 	Bucket string
-	// Binary is the versitygw executable in use.
+	// Binary is the executable in use.
 	Binary string
 }
 
@@ -65,30 +92,37 @@ func (s *Server) URL(prefix string) string {
 	return "s3://" + s.Bucket + "/" + strings.Trim(prefix, "/")
 }
 
+// gateway is one running server process.
 type gateway struct {
+	impl     *Impl
 	bin      string
 	cmd      *exec.Cmd
 	dir      string
 	endpoint string
 	out      *syncBuffer
 	exited   chan struct{}
+	// grace is how long stop waits after SIGINT before SIGKILL.
+	grace time.Duration
 }
 
 var (
 	mu      sync.Mutex
-	shared  *gateway
+	shared  = map[*Impl]*gateway{}
 	buckets atomic.Int64
 )
 
 // Binary finds the versitygw executable.
-func Binary() (string, error) {
-	if p := os.Getenv("VERSITYGW"); p != "" {
+func Binary() (string, error) { return Versitygw.Binary() }
+
+// Binary finds the implementation's executable.
+func (i *Impl) Binary() (string, error) {
+	if p := os.Getenv(i.env); p != "" {
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("$VERSITYGW=%s: %w", p, err)
+			return "", fmt.Errorf("$%s=%s: %w", i.env, p, err)
 		}
 		return p, nil
 	}
-	if p, err := exec.LookPath("versitygw"); err == nil {
+	if p, err := exec.LookPath(i.exe); err == nil {
 		return p, nil
 	}
 	gopath := os.Getenv("GOPATH")
@@ -98,12 +132,12 @@ func Binary() (string, error) {
 		}
 	}
 	for _, dir := range filepath.SplitList(gopath) {
-		p := filepath.Join(dir, "bin", "versitygw")
+		p := filepath.Join(dir, "bin", i.exe)
 		if _, err := os.Stat(p); err == nil {
 			return p, nil
 		}
 	}
-	return "", errors.New("versitygw not found in $VERSITYGW, PATH or $(go env GOPATH)/bin")
+	return "", fmt.Errorf("%s (%s) not found in $%s, PATH or $(go env GOPATH)/bin", i.Name, i.exe, i.env)
 }
 
 func inCI() bool {
@@ -111,22 +145,37 @@ func inCI() bool {
 	return v != "" && v != "false" && v != "0"
 }
 
-// Start returns a server with a new empty bucket for t, starting the shared
-// gateway on first use. It points the AWS default chain at the gateway's
-// credentials with t.Setenv (so t must not be parallel) and isolates it from
-// the developer's ~/.aws files.
+// Each runs fn as one subtest per server in All, named by the server.
+func Each(t *testing.T, fn func(t *testing.T, impl *Impl)) {
+	t.Helper()
+	for _, impl := range All {
+		t.Run(impl.Name, func(t *testing.T) { fn(t, impl) })
+	}
+}
+
+// Start returns a versitygw server with a new empty bucket for t; see
+// Impl.Start.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin, err := Binary()
+	return Versitygw.Start(t)
+}
+
+// Start returns a server with a new empty bucket for t, starting the shared
+// server on first use. It points the AWS default chain at the server's
+// credentials with t.Setenv (so t must not be parallel) and isolates it
+// from the developer's ~/.aws files.
+func (i *Impl) Start(t testing.TB) *Server {
+	t.Helper()
+	bin, err := i.Binary()
 	if err != nil {
 		if inCI() {
-			t.Fatalf("S3 tests must run in CI: %v (install with: %s)", err, Install)
+			t.Fatalf("S3 tests must run in CI: %v (install with: %s)", err, i.Install)
 		}
-		t.Skipf("SKIPPING S3 TESTS: %v; install with: %s", err, Install)
+		t.Skipf("SKIPPING S3 TESTS on %s: %v; install with: %s", i.Name, err, i.Install)
 	}
-	g, err := get(bin)
+	g, err := i.get(bin)
 	if err != nil {
-		t.Fatalf("start versitygw: %v", err)
+		t.Fatalf("start %s: %v", i.Name, err)
 	}
 	empty := filepath.Join(t.TempDir(), "no-aws-config")
 	t.Setenv("AWS_ACCESS_KEY_ID", accessKey)
@@ -144,9 +193,9 @@ func Start(t testing.TB) *Server {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if _, err := client(g.endpoint).CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
-		t.Fatalf("create bucket %s on versitygw %s: %v\n%s", bucket, g.endpoint, err, g.out.tail())
+		t.Fatalf("create bucket %s on %s %s: %v\n%s", bucket, i.Name, g.endpoint, err, g.out.tail())
 	}
-	return &Server{Endpoint: g.endpoint, Region: region, Bucket: bucket, Binary: bin}
+	return &Server{Impl: i, Endpoint: g.endpoint, Region: region, Bucket: bucket, Binary: bin}
 }
 
 // client is a raw S3 client for harness chores (bucket creation); the code
@@ -172,83 +221,67 @@ func bucketName(test string, n int64) string {
 	return "nt-" + s + suffix
 }
 
-// get returns the running shared gateway, starting it if needed.
-func get(bin string) (*gateway, error) {
+// get returns the running shared server of this implementation, starting
+// it if needed.
+func (i *Impl) get(bin string) (*gateway, error) {
 	mu.Lock()
 	defer mu.Unlock()
-	if shared != nil {
+	if g := shared[i]; g != nil {
 		select {
-		case <-shared.exited:
-			err := fmt.Errorf("versitygw exited during the tests:\n%s", shared.out.tail())
-			shared.stop()
-			shared = nil
+		case <-g.exited:
+			err := fmt.Errorf("%s exited during the tests:\n%s", i.Name, g.out.tail())
+			g.stop()
+			delete(shared, i)
 			return nil, err
 		default:
-			return shared, nil
+			return g, nil
 		}
 	}
 	var err error
-	for range 3 { // a free port can be taken before the gateway binds it
+	for range 3 { // a free port can be taken before the server binds it
 		var g *gateway
-		if g, err = launch(bin); err == nil {
-			shared = g
+		if g, err = i.launch(i, bin); err == nil {
+			shared[i] = g
 			return g, nil
 		}
 	}
 	return nil, err
 }
 
-func launch(bin string) (*gateway, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp("", "nereus-versitygw-")
-	if err != nil {
-		return nil, err
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	g := &gateway{bin: bin, dir: dir, endpoint: "http://" + addr, out: &syncBuffer{}, exited: make(chan struct{})}
-	// Credentials go through the environment, not argv (ps shows argv).
-	// --keep-alive: without it every response says "Connection: close"
-	// and each request opens a new TCP connection.
-	g.cmd = exec.Command(bin, "--port", addr, "--quiet", "--keep-alive", "posix", dir)
-	g.cmd.Env = append(os.Environ(),
-		"ROOT_ACCESS_KEY_ID="+accessKey,
-		"ROOT_SECRET_ACCESS_KEY="+secretKey,
-		"VGW_REGION="+region)
+// start runs the gateway's command, whose Stdout and Stderr it sets, and
+// notes its exit.
+func (g *gateway) start() error {
+	g.out = &syncBuffer{}
+	g.exited = make(chan struct{})
 	g.cmd.Stdout = g.out
 	g.cmd.Stderr = g.out
 	g.cmd.SysProcAttr = sysProcAttr()
 	if err := g.cmd.Start(); err != nil {
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("run %s: %w", bin, err)
+		return fmt.Errorf("run %s: %w", g.bin, err)
 	}
 	go func() { _ = g.cmd.Wait(); close(g.exited) }()
-	if err := g.wait(20 * time.Second); err != nil {
-		g.stop()
-		return nil, err
-	}
-	return g, nil
+	return nil
 }
 
-// wait polls until the gateway answers HTTP (any status will do).
-func (g *gateway) wait(limit time.Duration) error {
-	hc := &http.Client{Timeout: time.Second}
+// wait polls ready until it succeeds, the process exits or limit passes.
+func (g *gateway) wait(limit time.Duration, ready func(ctx context.Context) error) error {
 	deadline := time.Now().Add(limit)
+	var last error
 	for time.Now().Before(deadline) {
 		select {
 		case <-g.exited:
-			return fmt.Errorf("versitygw exited at start:\n%s", g.out.tail())
+			return fmt.Errorf("%s exited at start:\n%s", g.impl.Name, g.out.tail())
 		default:
 		}
-		if resp, err := hc.Get(g.endpoint + "/"); err == nil {
-			resp.Body.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		last = ready(ctx)
+		cancel()
+		if last == nil {
 			return nil
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("versitygw did not answer on %s within %s:\n%s", g.endpoint, limit, g.out.tail())
+	return fmt.Errorf("%s was not ready on %s within %s (last: %v):\n%s", g.impl.Name, g.endpoint, limit, last, g.out.tail())
 }
 
 func (g *gateway) stop() {
@@ -256,7 +289,7 @@ func (g *gateway) stop() {
 		_ = g.cmd.Process.Signal(os.Interrupt)
 		select {
 		case <-g.exited:
-		case <-time.After(5 * time.Second):
+		case <-time.After(g.grace):
 			_ = g.cmd.Process.Kill()
 			<-g.exited
 		}
@@ -264,17 +297,20 @@ func (g *gateway) stop() {
 	_ = os.RemoveAll(g.dir)
 }
 
-// Stop stops the shared gateway, if running, and removes its directory.
+// Stop stops the shared servers, if running, and removes their
+// directories.
 func Stop() {
 	mu.Lock()
 	defer mu.Unlock()
-	if shared != nil {
-		shared.stop()
-		shared = nil
+	var wg sync.WaitGroup
+	for i, g := range shared {
+		wg.Go(g.stop)
+		delete(shared, i)
 	}
+	wg.Wait()
 }
 
-// Main runs the tests and then stops the shared gateway; call it from
+// Main runs the tests and then stops the shared servers; call it from
 // TestMain.
 func Main(m *testing.M) {
 	code := m.Run()
@@ -282,16 +318,22 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// freePorts returns n distinct free loopback ports (all held open until
+// all are chosen, so none repeats).
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports, nil
 }
 
-// syncBuffer keeps the gateway's output (the last 64 KiB) for failure
+// syncBuffer keeps the server's output (the last 64 KiB) for failure
 // messages.
 type syncBuffer struct {
 	mu sync.Mutex

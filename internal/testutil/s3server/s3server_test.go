@@ -14,11 +14,20 @@ import (
 
 func TestMain(m *testing.M) { Main(m) }
 
+// Every server in the list gives each test an empty bucket of its own on
+// one shared loopback server.
 func TestStartGivesEachTestABucket(t *testing.T) {
+	Each(t, testStartGivesEachTestABucket)
+}
+
+func testStartGivesEachTestABucket(t *testing.T, impl *Impl) {
 	var names []string
 	for _, sub := range []string{"one", "two"} {
 		t.Run(sub, func(t *testing.T) {
-			srv := Start(t)
+			srv := impl.Start(t)
+			if srv.Impl != impl {
+				t.Fatalf("server %v, want %v", srv.Impl, impl)
+			}
 			if !strings.HasPrefix(srv.Endpoint, "http://127.0.0.1:") {
 				t.Fatalf("endpoint %s is not loopback", srv.Endpoint)
 			}
@@ -46,25 +55,49 @@ func TestBucketName(t *testing.T) {
 	}
 }
 
-// A missing binary skips outside CI and fails in CI.
+// A missing binary skips outside CI and fails in CI, for each server.
 func TestMissingBinary(t *testing.T) {
-	if os.Getenv("S3SERVER_HELPER") != "" {
-		Start(t)
-		return
-	}
-	for _, c := range []struct {
-		ci, want string
-		fails    bool
-	}{
-		{"", "SKIPPING S3 TESTS", false},
-		{"false", "SKIPPING S3 TESTS", false},
-		{"true", "S3 tests must run in CI", true},
-	} {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestMissingBinary$", "-test.v")
-		cmd.Env = append(os.Environ(), "S3SERVER_HELPER=1", "VERSITYGW=/nonexistent/versitygw", "CI="+c.ci)
-		out, err := cmd.CombinedOutput()
-		if (err != nil) != c.fails || !strings.Contains(string(out), c.want) {
-			t.Errorf("CI=%q: err %v, output:\n%s", c.ci, err, out)
+	if name := os.Getenv("S3SERVER_HELPER"); name != "" {
+		for _, impl := range All {
+			if impl.Name == name {
+				impl.Start(t)
+			}
 		}
+		t.Fatalf("no server %q", name)
+	}
+	Each(t, func(t *testing.T, impl *Impl) {
+		for _, c := range []struct {
+			ci, want string
+			fails    bool
+		}{
+			{"", "SKIPPING S3 TESTS on " + impl.Name, false},
+			{"false", "SKIPPING S3 TESTS on " + impl.Name, false},
+			{"true", "S3 tests must run in CI", true},
+		} {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestMissingBinary$", "-test.v")
+			cmd.Env = append(os.Environ(), "S3SERVER_HELPER="+impl.Name, impl.env+"=/nonexistent/"+impl.exe, "CI="+c.ci)
+			out, err := cmd.CombinedOutput()
+			if (err != nil) != c.fails || !strings.Contains(string(out), c.want) || !strings.Contains(string(out), "$"+impl.env) {
+				t.Errorf("CI=%q: err %v, output:\n%s", c.ci, err, out)
+			}
+		}
+	})
+}
+
+// The list holds two independently written servers, each with its own
+// binary variable, and Each runs one subtest per server, by name.
+func TestEachRunsEveryServer(t *testing.T) {
+	if len(All) < 2 || All[0] != Versitygw || All[1] != SeaweedFS {
+		t.Fatalf("server list %v", All)
+	}
+	var ran []string
+	Each(t, func(t *testing.T, impl *Impl) {
+		if !strings.HasSuffix(t.Name(), "/"+impl.Name) {
+			t.Errorf("subtest %s for %s", t.Name(), impl.Name)
+		}
+		ran = append(ran, impl.Name)
+	})
+	if strings.Join(ran, ",") != "versitygw,seaweedfs" {
+		t.Fatalf("ran %v", ran)
 	}
 }

@@ -70,14 +70,14 @@ func newS3(t *testing.T, impl *s3server.Impl, prefix string) (*store.S3, *s3serv
 // The conformance suite, on each server of the list.
 func TestS3Conformance(t *testing.T) {
 	s3server.Each(t, func(t *testing.T, impl *s3server.Impl) {
-		var bin string
+		var srv *s3server.Server
 		storetest.Run(t, func(t *testing.T) store.Store {
-			s, srv := newS3(t, impl, "nereus/test")
-			bin = srv.Binary
+			var s *store.S3
+			s, srv = newS3(t, impl, "nereus/test")
 			return s
 		})
-		if bin != "" {
-			t.Logf("ran against %s (%s)", impl, bin)
+		if srv != nil {
+			t.Logf("ran against %s (%s, built from %s)", impl, srv.Binary, srv.Built)
 		}
 	})
 }

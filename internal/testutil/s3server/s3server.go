@@ -28,6 +28,7 @@ package s3server
 import (
 	"bytes"
 	"context"
+	"debug/buildinfo"
 	"fmt"
 	"net"
 	"os"
@@ -63,6 +64,12 @@ type Impl struct {
 	// env names the variable that points at the binary; exe is the
 	// executable's name in PATH and GOPATH/bin.
 	env, exe string
+	// module is the binary's main module; stamp, for a binary built from
+	// the module's source (whose build info says "(devel)"), the variable
+	// its version is set in with -ldflags -X.
+	module, stamp string
+	// serverHeader is what the server's responses carry in "Server".
+	serverHeader string
 	// launch starts one server on free loopback ports.
 	launch func(i *Impl, bin string) (*gateway, error)
 }
@@ -85,6 +92,9 @@ type Server struct {
 	Bucket string
 	// Binary is the executable in use.
 	Binary string
+	// Built is the version Binary was built from, read from its build
+	// information ("" when unknown).
+	Built string
 }
 
 // URL returns the store URL s3://BUCKET/prefix for this test's bucket.
@@ -101,8 +111,13 @@ type gateway struct {
 	endpoint string
 	out      *syncBuffer
 	exited   chan struct{}
-	// grace is how long stop waits after SIGINT before SIGKILL.
+	// grace is how long stop waits after SIGINT before SIGKILL; zero
+	// kills at once.
 	grace time.Duration
+	// litter is files the server leaves outside dir, removed at stop.
+	litter []string
+	// built is the version the binary was built from (builtVersion).
+	built string
 }
 
 var (
@@ -177,6 +192,9 @@ func (i *Impl) Start(t testing.TB) *Server {
 	if err != nil {
 		t.Fatalf("start %s: %v", i.Name, err)
 	}
+	if g.built != i.Version && inCI() {
+		t.Fatalf("%s %s was built from %q, not the tested version %s (install with: %s)", i.Name, bin, g.built, i.Version, i.Install)
+	}
 	empty := filepath.Join(t.TempDir(), "no-aws-config")
 	t.Setenv("AWS_ACCESS_KEY_ID", accessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", secretKey)
@@ -195,7 +213,7 @@ func (i *Impl) Start(t testing.TB) *Server {
 	if _, err := client(g.endpoint).CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
 		t.Fatalf("create bucket %s on %s %s: %v\n%s", bucket, i.Name, g.endpoint, err, g.out.tail())
 	}
-	return &Server{Impl: i, Endpoint: g.endpoint, Region: region, Bucket: bucket, Binary: bin}
+	return &Server{Impl: i, Endpoint: g.endpoint, Region: region, Bucket: bucket, Binary: bin, Built: g.built}
 }
 
 // client is a raw S3 client for harness chores (bucket creation); the code
@@ -241,11 +259,39 @@ func (i *Impl) get(bin string) (*gateway, error) {
 	for range 3 { // a free port can be taken before the server binds it
 		var g *gateway
 		if g, err = i.launch(i, bin); err == nil {
+			g.built = i.builtVersion(bin)
 			shared[i] = g
 			return g, nil
 		}
 	}
 	return nil, err
+}
+
+// builtVersion is the module version bin was built from: its main
+// module's version (go install), or the version stamped into it with
+// -ldflags "-X STAMP=VERSION" (go build in the module's source, as .ci/run
+// builds SeaweedFS). "" when the build information says neither.
+func (i *Impl) builtVersion(bin string) string {
+	info, err := buildinfo.ReadFile(bin)
+	if err != nil || info.Main.Path != i.module {
+		return ""
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	if i.stamp == "" {
+		return ""
+	}
+	for _, s := range info.Settings {
+		if s.Key != "-ldflags" {
+			continue
+		}
+		if _, rest, ok := strings.Cut(s.Value, i.stamp+"="); ok {
+			v, _, _ := strings.Cut(rest, " ")
+			return strings.Trim(v, `"'`)
+		}
+	}
+	return ""
 }
 
 // start runs the gateway's command, whose Stdout and Stderr it sets, and
@@ -286,7 +332,9 @@ func (g *gateway) wait(limit time.Duration, ready func(ctx context.Context) erro
 
 func (g *gateway) stop() {
 	if g.cmd.Process != nil {
-		_ = g.cmd.Process.Signal(os.Interrupt)
+		if g.grace > 0 {
+			_ = g.cmd.Process.Signal(os.Interrupt)
+		}
 		select {
 		case <-g.exited:
 		case <-time.After(g.grace):
@@ -295,6 +343,9 @@ func (g *gateway) stop() {
 		}
 	}
 	_ = os.RemoveAll(g.dir)
+	for _, f := range g.litter {
+		_ = os.Remove(f)
+	}
 }
 
 // Stop stops the shared servers, if running, and removes their

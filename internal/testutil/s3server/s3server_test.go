@@ -2,6 +2,7 @@ package s3server
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -27,6 +28,18 @@ func testStartGivesEachTestABucket(t *testing.T, impl *Impl) {
 			srv := impl.Start(t)
 			if srv.Impl != impl {
 				t.Fatalf("server %v, want %v", srv.Impl, impl)
+			}
+			// The subtest talks to the implementation it is named for.
+			resp, err := http.Get(srv.Endpoint + "/")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if got := resp.Header.Get("Server"); !strings.Contains(got, impl.serverHeader) {
+				t.Fatalf("%s answers as %q, want %q", srv.Endpoint, got, impl.serverHeader)
+			}
+			if srv.Built != impl.Version {
+				t.Logf("NOTE: %s was built from %q, not the tested version %s", srv.Binary, srv.Built, impl.Version)
 			}
 			if !strings.HasPrefix(srv.Endpoint, "http://127.0.0.1:") {
 				t.Fatalf("endpoint %s is not loopback", srv.Endpoint)
@@ -99,5 +112,40 @@ func TestEachRunsEveryServer(t *testing.T) {
 	})
 	if strings.Join(ran, ",") != "versitygw,seaweedfs" {
 		t.Fatalf("ran %v", ran)
+	}
+}
+
+// The version a binary was built from comes from its build information:
+// the main module's version after go install (this test binary has none),
+// the -ldflags stamp after a build in the module's source. The installed
+// servers, when present, are the versions the docs say were tested.
+func TestBuiltVersion(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := &Impl{module: "github.com/nereusctl/nereusctl", stamp: "example.com/v.X"}
+	if v := own.builtVersion(self); v != "" {
+		t.Fatalf("test binary: %q", v)
+	}
+	if v := (&Impl{module: "example.com/other"}).builtVersion(self); v != "" {
+		t.Fatalf("another module's version from this binary: %q", v)
+	}
+	if v := own.builtVersion("/nonexistent"); v != "" {
+		t.Fatalf("missing file: %q", v)
+	}
+	for _, impl := range All {
+		bin, err := impl.Binary()
+		if err != nil {
+			t.Logf("%s: %v", impl.Name, err)
+			continue
+		}
+		if v := impl.builtVersion(bin); v != impl.Version {
+			if inCI() {
+				t.Errorf("%s: %s built from %q, want %s", impl.Name, bin, v, impl.Version)
+			} else {
+				t.Logf("NOTE: %s: %s built from %q, not %s", impl.Name, bin, v, impl.Version)
+			}
+		}
 	}
 }

@@ -28,10 +28,13 @@ var SeaweedFS = &Impl{
 	Version: SeaweedFSVersion,
 	// go install refuses the module (its go.mod has replace directives):
 	// .ci/run builds weed from the module source.
-	Install: "bash .ci/run (it builds weed from the module source; the steps are in docs/s3.md)",
-	env:     "SEAWEEDFS",
-	exe:     "weed",
-	launch:  launchSeaweedFS,
+	Install:      "bash .ci/run (it builds weed from the module source; the steps are in docs/s3.md)",
+	env:          "SEAWEEDFS",
+	exe:          "weed",
+	module:       "github.com/seaweedfs/seaweedfs",
+	stamp:        "github.com/seaweedfs/seaweedfs/weed/util/version.COMMIT",
+	serverHeader: "SeaweedFS",
+	launch:       launchSeaweedFS,
 }
 
 // seaweedIdentities is the -s3.config file: one identity with the test
@@ -86,7 +89,14 @@ func launchSeaweedFS(impl *Impl, bin string) (*gateway, error) {
 		return nil, err
 	}
 	port := func(i int) string { return strconv.Itoa(p[i]) }
-	g := &gateway{impl: impl, bin: bin, dir: dir, endpoint: "http://127.0.0.1:" + port(6), grace: 10 * time.Second}
+	// Stopped with SIGKILL: a graceful stop takes 15 s, and the data is
+	// thrown away. Each component's gRPC also listens on a unix socket at
+	// a fixed place in /tmp (named by the port), which a killed server
+	// leaves behind.
+	g := &gateway{impl: impl, bin: bin, dir: dir, endpoint: "http://127.0.0.1:" + port(6)}
+	for i, c := range []string{"master", "volume", "filer", "s3"} {
+		g.litter = append(g.litter, fmt.Sprintf("/tmp/seaweedfs-%s-grpc-%d.sock", c, p[2*i+1]))
+	}
 	g.cmd = exec.Command(bin,
 		"-logtostderr", "-config_dir="+conf,
 		"server",
@@ -97,10 +107,9 @@ func launchSeaweedFS(impl *Impl, bin string) (*gateway, error) {
 		"-s3", "-s3.port="+port(6), "-s3.port.grpc="+port(7),
 		"-s3.config="+identities,
 		// No fixed ports beside the S3 one (both default on), no
-		// reports to telemetry.seaweedfs.com, no wait at stop.
+		// reports to telemetry.seaweedfs.com.
 		"-s3.port.iceberg=0", "-s3.port.lance=0",
 		"-master.telemetry=false",
-		"-volume.preStopSeconds=0",
 		// Every bucket is a collection with volumes of its own: small
 		// volumes, as many as a test run's buckets need, one volume
 		// grown at a time (the default grows seven per collection).

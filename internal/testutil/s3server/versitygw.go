@@ -17,12 +17,14 @@ const Install = "go install github.com/versity/versitygw/cmd/versitygw@" + Versi
 
 // Versitygw is versitygw's posix backend on a temporary directory.
 var Versitygw = &Impl{
-	Name:    "versitygw",
-	Version: Version,
-	Install: Install,
-	env:     "VERSITYGW",
-	exe:     "versitygw",
-	launch:  launchVersitygw,
+	Name:         "versitygw",
+	Version:      Version,
+	Install:      Install,
+	env:          "VERSITYGW",
+	exe:          "versitygw",
+	module:       "github.com/versity/versitygw",
+	serverHeader: "VERSITYGW",
+	launch:       launchVersitygw,
 }
 
 func launchVersitygw(impl *Impl, bin string) (*gateway, error) {

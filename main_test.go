@@ -24,16 +24,15 @@ func TestMain(m *testing.M) {
 	if os.Getenv("NEREUSCTL_TEST_AS_CLI") == "1" {
 		os.Exit(cmd.Execute(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
-	// RunMain (not Main, which exits) returns the code, so the S3 test
-	// servers are stopped before the process exits.
-	//lint:ignore SA1019 Main would exit before s3server.Stop runs
-	code := testscript.RunMain(m, map[string]func() int{
+	// RunMain exits when the tests end (it never returns), so the S3 test
+	// servers are stopped inside m's Run. SeaweedFS, slow to start, starts
+	// in the background while the first tests run.
+	//lint:ignore SA1019 RunMain takes commands that return their exit code
+	testscript.RunMain(s3server.Around(m, s3server.SeaweedFS), map[string]func() int{
 		"nereusctl": func() int {
 			return cmd.Execute(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
 		},
 	})
-	s3server.Stop()
-	os.Exit(code)
 }
 
 // storeCmds are test-only script commands that damage a store the way the

@@ -20,15 +20,19 @@
 // where they fail: the S3 suites must run there.
 //
 // Call Main from TestMain so the shared servers are stopped and their
-// directories removed when the tests end:
+// directories removed when the tests end; a package whose tests run on
+// SeaweedFS names it to have it start in the background at once (it takes
+// about 11 s to be ready):
 //
-//	func TestMain(m *testing.M) { s3server.Main(m) }
+//	func TestMain(m *testing.M) { s3server.Main(m, s3server.SeaweedFS) }
 package s3server
 
 import (
 	"bytes"
 	"context"
 	"debug/buildinfo"
+	"errors"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -72,6 +76,13 @@ type Impl struct {
 	serverHeader string
 	// launch starts one server on free loopback ports.
 	launch func(i *Impl, bin string) (*gateway, error)
+
+	// mu guards shared, the running server of this implementation (one
+	// lock per implementation: a slow start holds up no other server).
+	mu     sync.Mutex
+	shared *gateway
+	// abort, set under mu for a start, is the Stop signal it gives up on.
+	abort chan struct{}
 }
 
 // String is "NAME VERSION", for logs.
@@ -121,10 +132,21 @@ type gateway struct {
 }
 
 var (
-	mu      sync.Mutex
-	shared  = map[*Impl]*gateway{}
 	buckets atomic.Int64
+
+	// stopping is closed by Stop, so a start under way gives up
+	// (errStopped) rather than hold Stop up until the server is ready.
+	stopMu   sync.Mutex
+	stopping = make(chan struct{})
 )
+
+var errStopped = errors.New("stopped while starting")
+
+func stopSignal() chan struct{} {
+	stopMu.Lock()
+	defer stopMu.Unlock()
+	return stopping
+}
 
 // Binary finds the versitygw executable.
 func Binary() (string, error) { return Versitygw.Binary() }
@@ -188,7 +210,7 @@ func (i *Impl) Start(t testing.TB) *Server {
 		}
 		t.Skipf("SKIPPING S3 TESTS on %s: %v; install with: %s", i.Name, err, i.Install)
 	}
-	g, err := i.get(bin)
+	g, err := i.get(bin, stopSignal())
 	if err != nil {
 		t.Fatalf("start %s: %v", i.Name, err)
 	}
@@ -240,16 +262,23 @@ func bucketName(test string, n int64) string {
 }
 
 // get returns the running shared server of this implementation, starting
-// it if needed.
-func (i *Impl) get(bin string) (*gateway, error) {
-	mu.Lock()
-	defer mu.Unlock()
-	if g := shared[i]; g != nil {
+// it if needed, unless stop is closed (Stop was called since the caller
+// took it).
+func (i *Impl) get(bin string, stop chan struct{}) (*gateway, error) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	select {
+	case <-stop:
+		return nil, fmt.Errorf("%s: %w", i.Name, errStopped)
+	default:
+	}
+	i.abort = stop
+	if g := i.shared; g != nil {
 		select {
 		case <-g.exited:
 			err := fmt.Errorf("%s exited during the tests:\n%s", i.Name, g.out.tail())
 			g.stop()
-			delete(shared, i)
+			i.shared = nil
 			return nil, err
 		default:
 			return g, nil
@@ -260,11 +289,26 @@ func (i *Impl) get(bin string) (*gateway, error) {
 		var g *gateway
 		if g, err = i.launch(i, bin); err == nil {
 			g.built = i.builtVersion(bin)
-			shared[i] = g
+			i.shared = g
 			return g, nil
+		}
+		if errors.Is(err, errStopped) {
+			break
 		}
 	}
 	return nil, err
+}
+
+// prestart starts the shared server in the background, when its binary is
+// there. A failure is left for Start to meet (it tries again and reports
+// it).
+func (i *Impl) prestart() {
+	bin, err := i.Binary()
+	if err != nil {
+		return
+	}
+	stop := stopSignal()
+	go func() { _, _ = i.get(bin, stop) }()
 }
 
 // builtVersion is the module version bin was built from: its main
@@ -306,20 +350,36 @@ func (g *gateway) start() error {
 		return fmt.Errorf("run %s: %w", g.bin, err)
 	}
 	go func() { _ = g.cmd.Wait(); close(g.exited) }()
+	if onStart != nil {
+		onStart(g)
+	}
 	return nil
 }
+
+// onStart, when set (by a test), sees every server process started.
+var onStart func(*gateway)
 
 // wait polls ready until it succeeds, the process exits or limit passes.
 func (g *gateway) wait(limit time.Duration, ready func(ctx context.Context) error) error {
 	deadline := time.Now().Add(limit)
+	stop := g.impl.abort
 	var last error
 	for time.Now().Before(deadline) {
 		select {
 		case <-g.exited:
 			return fmt.Errorf("%s exited at start:\n%s", g.impl.Name, g.out.tail())
+		case <-stop:
+			return fmt.Errorf("%s: %w", g.impl.Name, errStopped)
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		go func() {
+			select {
+			case <-stop: // a probe under way ends at once
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 		last = ready(ctx)
 		cancel()
 		if last == nil {
@@ -351,23 +411,76 @@ func (g *gateway) stop() {
 // Stop stops the shared servers, if running, and removes their
 // directories.
 func Stop() {
-	mu.Lock()
-	defer mu.Unlock()
+	stopMu.Lock()
+	close(stopping)
+	stopping = make(chan struct{})
+	stopMu.Unlock()
 	var wg sync.WaitGroup
-	for i, g := range shared {
-		wg.Go(g.stop)
-		delete(shared, i)
+	for _, i := range All {
+		wg.Go(func() {
+			i.mu.Lock() // after a start under way
+			defer i.mu.Unlock()
+			if i.shared != nil {
+				i.shared.stop()
+				i.shared = nil
+			}
+		})
 	}
 	wg.Wait()
 }
 
 // Main runs the tests and then stops the shared servers; call it from
-// TestMain.
-func Main(m *testing.M) {
-	code := m.Run()
-	Stop()
-	os.Exit(code)
+// TestMain. The prestart servers start in the background first (Around).
+func Main(m *testing.M, prestart ...*Impl) { os.Exit(Around(m, prestart...).Run()) }
+
+// Runner is what testscript.RunMain takes, and *testing.M is.
+type Runner interface{ Run() int }
+
+type around struct {
+	m        Runner
+	prestart []*Impl
 }
+
+func (a around) Run() int {
+	if mayRunS3Tests() {
+		for _, i := range a.prestart {
+			i.prestart()
+		}
+	}
+	code := a.m.Run()
+	Stop()
+	return code
+}
+
+// mayRunS3Tests says whether this test binary's flags may select tests
+// that start a server: not when fuzzing (the fuzz workers run TestMain
+// too) or listing, and, with -run, only for a pattern that names S3 (as
+// every test on SeaweedFS does: TestS3..., TestScriptsS3, ...S3).
+func mayRunS3Tests() bool {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	val := func(name string) string {
+		if f := flag.Lookup(name); f != nil {
+			return f.Value.String()
+		}
+		return ""
+	}
+	if val("test.fuzz") != "" || val("test.fuzzworker") == "true" || val("test.list") != "" {
+		return false
+	}
+	run := val("test.run")
+	return run == "" || strings.Contains(run, "S3")
+}
+
+// Around wraps m so that Run stops the shared servers before it returns,
+// for a TestMain that hands m to testscript.RunMain, which exits without
+// returning (a Stop after it never runs, and the servers' directories stay
+// behind). Run first starts the prestart servers in the background, so a
+// slow start (SeaweedFS: about 11 s) overlaps the tests that run before the
+// first one that needs the server; not for a run that cannot reach a test
+// on a server (mayRunS3Tests).
+func Around(m Runner, prestart ...*Impl) Runner { return around{m, prestart} }
 
 // freePorts returns n distinct free loopback ports (all held open until
 // all are chosen, so none repeats).

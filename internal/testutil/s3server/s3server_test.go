@@ -2,12 +2,15 @@ package s3server
 
 import (
 	"context"
+	"flag"
 	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -146,6 +149,104 @@ func TestBuiltVersion(t *testing.T) {
 			} else {
 				t.Logf("NOTE: %s: %s built from %q, not %s", impl.Name, bin, v, impl.Version)
 			}
+		}
+	}
+}
+
+// A server started in the background (Around's prestart) is the one Start
+// then hands out; Stop during such a start gives it up at once, leaving no
+// process, directory or socket behind.
+func TestPrestartAndStopDuringStart(t *testing.T) {
+	var mu sync.Mutex
+	var started []*gateway
+	onStart = func(g *gateway) { mu.Lock(); started = append(started, g); mu.Unlock() }
+	defer func() { onStart = nil }()
+	Each(t, func(t *testing.T, impl *Impl) {
+		if _, err := impl.Binary(); err != nil {
+			impl.Start(t) // skips, or fails under CI
+		}
+		Stop()
+		impl.prestart()
+		srv := impl.Start(t)
+		impl.mu.Lock()
+		g := impl.shared
+		impl.mu.Unlock()
+		if g == nil || g.endpoint != srv.Endpoint {
+			t.Fatalf("Start did not hand out the prestarted server: %v", srv.Endpoint)
+		}
+
+		Stop()
+		impl.prestart()
+		time.Sleep(300 * time.Millisecond) // the process is up, not yet ready
+		begin := time.Now()
+		Stop()
+		if d := time.Since(begin); d > 3*time.Second {
+			t.Fatalf("Stop during a start took %v", d)
+		}
+		impl.mu.Lock()
+		shared := impl.shared
+		impl.mu.Unlock()
+		if shared != nil {
+			t.Fatal("a server is still shared after Stop")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(started) < 2 {
+			t.Fatalf("%d server processes started, want the prestarted and the stopped one", len(started))
+		}
+		for _, g := range started {
+			select {
+			case <-g.exited:
+			default:
+				t.Errorf("%s at %s still running", g.impl.Name, g.endpoint)
+			}
+			for _, p := range append([]string{g.dir}, g.litter...) {
+				if _, err := os.Stat(p); !os.IsNotExist(err) {
+					t.Errorf("%s left behind: %v", p, err)
+				}
+			}
+		}
+		started = nil
+	})
+}
+
+// Prestart is for runs that may reach a test on a server: not fuzzing,
+// listing, or a -run pattern that does not name S3.
+func TestMayRunS3Tests(t *testing.T) {
+	for _, c := range []struct {
+		flags map[string]string
+		want  bool
+	}{
+		{map[string]string{}, true},
+		{map[string]string{"test.run": "TestS3Conformance"}, true},
+		{map[string]string{"test.run": "S3"}, true},
+		{map[string]string{"test.run": "TestMemConformance"}, false},
+		{map[string]string{"test.run": "^$", "test.fuzz": "FuzzX"}, false},
+		{map[string]string{"test.fuzz": "FuzzX"}, false},
+		{map[string]string{"test.fuzzworker": "true"}, false},
+		{map[string]string{"test.list": "."}, false},
+	} {
+		restore := map[string]string{}
+		for _, name := range []string{"test.run", "test.fuzz", "test.fuzzworker", "test.list"} {
+			f := flag.Lookup(name)
+			if f == nil {
+				t.Fatalf("no flag %s", name)
+			}
+			restore[name] = f.Value.String()
+			v, ok := c.flags[name]
+			if !ok {
+				v = f.DefValue
+			}
+			if err := flag.Set(name, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := mayRunS3Tests()
+		for name, v := range restore {
+			_ = flag.Set(name, v)
+		}
+		if got != c.want {
+			t.Errorf("flags %v: %v, want %v", c.flags, got, c.want)
 		}
 	}
 }

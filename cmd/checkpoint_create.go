@@ -12,7 +12,6 @@ import (
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/state"
 	"github.com/nereusctl/nereusctl/internal/store"
-	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
 type checkpointCreateOptions struct {
@@ -54,7 +53,7 @@ others are still done; the exit status is the worst over the partitions.` + exit
 			if err != nil {
 				return err
 			}
-			st, err := g.store(ctx)
+			st, err := g.mutatingStore(ctx, o.dryRun)
 			if err != nil {
 				return err
 			}
@@ -98,6 +97,7 @@ others are still done; the exit status is the worst over the partitions.` + exit
 			if err != nil {
 				return err
 			}
+			observeOutcomes(g, outs, func(o outcome) (error, bool) { return o.err, o.r != nil && o.r.Reused })
 			prog.done()
 			results := []checkpointCreatePartitionJSON{}
 			var fails failures
@@ -170,7 +170,7 @@ func checkpointCreateOne(ctx context.Context, st store.Store, tp layout.TopicPar
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := verify.LoadHead(ctx, st, b.StreamID); verify.IsMalformed(err) {
+	if _, _, err := layout.LoadHead(ctx, st, b.StreamID); layout.IsCorrupt(err) {
 		return nil, exitcode.VerifyErr(fmt.Errorf("checkpoint create %s: stream head: %w", tp, err))
 	}
 	create := recovery.CreateAt

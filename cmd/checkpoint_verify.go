@@ -8,10 +8,10 @@ import (
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/fleet"
+	"github.com/nereusctl/nereusctl/internal/health"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/store"
-	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
 type checkpointVerifyOptions struct {
@@ -109,21 +109,27 @@ func checkpointVerifyOne(ctx context.Context, st store.Store, tp layout.TopicPar
 	if err != nil {
 		return err
 	}
-	// The head decides what the checkpoints are checked against: a head
-	// that is missing or does not decode is corruption, not an I/O error.
-	h, _, err := verify.LoadHead(ctx, st, b.StreamID)
+	// The partition's health first (the head the checkpoints are checked
+	// against, the stream's listing): a head that is missing or does not
+	// decode is corruption, not an I/O error, and a partition verify
+	// would fail fails here too (3, or 4 when only blocked), after its
+	// checkpoints are checked.
+	hrep, obs, err := health.Gather(ctx, st, b, health.Prior{})
 	if err != nil {
-		if verify.IsMalformed(err) || isNotFound(err) {
-			return exitcode.VerifyErr(fmt.Errorf("verify checkpoints of %s: stream head: %w", tp, err))
-		}
 		return fmt.Errorf("verify checkpoints of %s: %w", tp, err)
 	}
-	rep, err := recovery.VerifyAt(ctx, st, b, h)
+	if obs.Head == nil {
+		return fmt.Errorf("verify checkpoints of %s: %w", tp, hrep.Err())
+	}
+	rep, err := recovery.VerifyListed(ctx, st, b, obs.Head, obs.Objects, obs.Checkpoints)
 	if err != nil {
 		return fmt.Errorf("verify checkpoints of %s: %w", tp, err)
 	}
 	p.Checkpoints = rep.Checkpoints
 	p.Findings = append(p.Findings, rep.Findings...)
+	if !hrep.OK() {
+		return fmt.Errorf("verify checkpoints of %s: %w", tp, hrep.Err())
+	}
 	return nil
 }
 

@@ -13,6 +13,7 @@ func addCommands(root *cobra.Command, g *globals) {
 		newImportCmd(g),
 		newTrimCmd(g),
 		newDeleteRecordsCmd(g),
+		newDeleteBindingCmd(g),
 		newRetentionCmd(g),
 		newConfigCmd(g),
 		newGCCmd(g),

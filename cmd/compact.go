@@ -13,7 +13,6 @@ import (
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/fleet"
 	"github.com/nereusctl/nereusctl/internal/layout"
-	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
 type compactOptions struct {
@@ -44,8 +43,10 @@ func newCompactCmd(g *globals) *cobra.Command {
   7 from then on readers take the compacted prefix from the view.
 A crash at any step leaves a task under tasks/; a rerun resumes it with the
 same clock and produces the same bytes, or restarts when a source changed.
-Never two active sets. --dry-run reports the plan and sizes and writes
-nothing.
+Never two active sets. --dry-run reports the plan and sizes, and whether
+Kafka's log cleaner would pick the partition now (its dirty ratio against the
+topic's min.cleanable.dirty.ratio, 'config set', default 0.5; its
+max.compaction.lag.ms), and writes nothing.
 
 --all takes every partition whose cleanup.policy contains compact; a binding
 that cannot be read is a row with its error (never silently left out), and
@@ -75,7 +76,7 @@ func runCompact(cmd *cobra.Command, g *globals, o *compactOptions, args []string
 	if err != nil || maxMem < 1024 {
 		return exitcode.UsageErr(fmt.Errorf("--max-memory %q: want a size of at least 1KiB, e.g. 64MiB", o.maxMemory))
 	}
-	st, err := g.store(ctx)
+	st, err := g.mutatingStore(ctx, o.dryRun)
 	if err != nil {
 		return err
 	}
@@ -138,6 +139,7 @@ func runCompact(cmd *cobra.Command, g *globals, o *compactOptions, args []string
 	if err != nil {
 		return err
 	}
+	observeOutcomes(g, outs, func(o outcome) (error, bool) { return compactErr(o.err), o.r != nil && o.r.UpToDate })
 	results := []compactPartitionJSON{}
 	var fails failures
 	var details []string
@@ -224,7 +226,7 @@ func compactErr(err error) error {
 		return exitcode.BlockedErr(err, "repair the quarantined set first: 'nereusctl quarantine list', 'nereusctl repair' ("+exitcode.RunbookBlocked+")")
 	case errors.Is(err, compaction.ErrNotCompacted):
 		return exitcode.UsageErr(err)
-	case exitcode.IsCorruption(err), verify.IsMalformed(err), errors.Is(err, compaction.ErrSourceChanged):
+	case exitcode.IsCorruption(err), layout.IsCorrupt(err), errors.Is(err, compaction.ErrSourceChanged):
 		return exitcode.VerifyErr(err)
 	}
 	return err

@@ -19,8 +19,8 @@ func newConfigCmd(g *globals) *cobra.Command {
 		Short: "Read and change a binding's topic config snapshot",
 		Long: `A binding carries a snapshot of its topic's Kafka config (cleanup.policy,
 retention.ms, retention.bytes, segment.bytes, segment.ms, delete.retention.ms,
-min.compaction.lag.ms, max.compaction.lag.ms): retention and compaction plan
-with it. Kafka's metadata stays the authority; keep the snapshot in step
+min.compaction.lag.ms, max.compaction.lag.ms, min.cleanable.dirty.ratio):
+retention and compaction plan with it. Kafka's metadata stays the authority; keep the snapshot in step
 with 'kafka-configs --alter'. Each binding also records where its config
 came from (config_source): import-default-retention-off, topic-config-flags,
 kafka-configs-file:NAME, config-set.` + exitStatusHelp(),
@@ -84,8 +84,11 @@ func newConfigSetCmd(g *globals) *cobra.Command {
 ranges: cleanup.policy (delete, compact or compact,delete), retention.ms and
 retention.bytes (-1: no limit, else >= 0), segment.bytes (an INT, >= 14),
 segment.ms and max.compaction.lag.ms (>= 1), delete.retention.ms and
-min.compaction.lag.ms (>= 0). Every setting is checked before the store is
-touched: a bad key or value changes nothing (exit 2).
+min.compaction.lag.ms (>= 0), min.cleanable.dirty.ratio (a decimal number
+from 0 to 1, Kafka's default 0.5: the dirty ratio above which Kafka's log
+cleaner picks the partition, shown by 'compact --dry-run'). Every setting is
+checked before the store is touched: a bad key or value changes nothing
+(exit 2).
 
 Each binding is replaced with a CAS (If-Match on its ETag) and its
 config_source becomes config-set. When the binding changed meanwhile (a
@@ -111,6 +114,9 @@ A shorter retention.ms or retention.bytes takes effect at the next
 				return configErr(fmt.Errorf("config set %s: %w", args[0], err))
 			}
 			ctx := cmd.Context()
+			if _, err := g.mutatingStore(ctx, o.dryRun); err != nil {
+				return err
+			}
 			st, tps, err := configTargets(ctx, g, args[0])
 			if err != nil {
 				return err

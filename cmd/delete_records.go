@@ -67,7 +67,7 @@ anything; otherwise it is refused with exit 2 and nothing is trimmed.` + exitSta
 				return exitcode.Wrap(exitcode.Usage, fmt.Errorf("%s: %w", o.file, err), "see 'nereusctl delete-records --help' for the format")
 			}
 			ctx := cmd.Context()
-			st, err := g.store(ctx)
+			st, err := g.mutatingStore(ctx, o.dryRun)
 			if err != nil {
 				return err
 			}

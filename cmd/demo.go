@@ -85,7 +85,7 @@ replay --compare and trim --dry-run on what was written.` + exitStatusHelp(),
 func runDemo(cmd *cobra.Command, g *globals, o *demoOptions) error {
 	ctx := cmd.Context()
 	g.createStore = true
-	st, err := g.store(ctx)
+	st, err := g.mutatingStore(ctx, false)
 	if err != nil {
 		return err
 	}

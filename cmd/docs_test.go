@@ -22,6 +22,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/lease"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/storeprobe"
 )
 
 // docsDir is the repository's docs/ folder, seen from cmd/.
@@ -149,7 +150,7 @@ func TestCompletionScripts(t *testing.T) {
 func TestLayoutSchemas(t *testing.T) {
 	schemas := map[string]*jsonschema.Schema{}
 	c := jsonschema.NewCompiler()
-	for _, name := range []string{"binding", "head", "generation", "quarantine", "lease", "retention-progress"} {
+	for _, name := range []string{"binding", "head", "generation", "quarantine", "lease", "retention-progress", "store-probe"} {
 		path, err := filepath.Abs(filepath.Join(docsDir, "formats", "schemas", name+".schema.json"))
 		if err != nil {
 			t.Fatal(err)
@@ -225,6 +226,24 @@ func TestLayoutSchemas(t *testing.T) {
 	mustValidate("lease", "leases/retention.json", leaseDoc)
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
+	}
+
+	// A real store probe result, passed and failed, as the gate records
+	// it (Ensure on a mem:// store, and on one that ignores If-Match).
+	probeDocs := map[string][]byte{}
+	for name, ps := range map[string]store.Store{"passed": store.NewMem("probe"), "failed": &ignoresIfMatch{store.NewMem("probe-failed")}} {
+		if _, err := storeprobe.Ensure(ctx, ps, storeprobe.EnsureOptions{Target: storeprobe.TargetOf(ps), Build: build(), MaxAge: time.Hour, Now: time.Now}); err != nil {
+			t.Fatal(err)
+		}
+		data, err := ps.Get(ctx, layout.StoreProbeKey, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustValidate("store-probe", "a "+name+" store probe result", data)
+		probeDocs[name] = data
+	}
+	if !bytes.Contains(probeDocs["failed"], []byte(`"ok": false`)) {
+		t.Fatalf("the failed probe result passed:\n%s", probeDocs["failed"])
 	}
 
 	// A real quarantine: damage one member of an ACTIVE compacted set,
@@ -329,6 +348,11 @@ func TestLayoutSchemas(t *testing.T) {
 		}},
 		{"head", "an unknown field", headJSON, func(m map[string]any) { m["tvim"] = 0 }},
 		{"lease", "a malformed digest", leaseDoc, func(m map[string]any) { m["digest"] = "sha256:XYZ" }},
+		{"store-probe", "no checks", probeDocs["passed"], func(m map[string]any) { m["checks"] = []any{} }},
+		{"store-probe", "a check without its guarantee", probeDocs["failed"], func(m map[string]any) { delete(m["checks"].([]any)[0].(map[string]any), "guarantee") }},
+		{"store-probe", "a bad check name", probeDocs["passed"], func(m map[string]any) { m["checks"].([]any)[0].(map[string]any)["name"] = "If-Match" }},
+		{"store-probe", "no endpoint", probeDocs["passed"], func(m map[string]any) { delete(m, "endpoint") }},
+		{"store-probe", "an unknown field", probeDocs["passed"], func(m map[string]any) { m["passed"] = true }},
 	} {
 		var m map[string]any
 		jd := json.NewDecoder(bytes.NewReader(bad.data))
@@ -354,6 +378,8 @@ func TestLayoutSchemas(t *testing.T) {
 		{"generation", reflect.TypeOf(layout.Generation{})},
 		{"quarantine", reflect.TypeOf(layout.Quarantine{})},
 		{"lease", reflect.TypeOf(layout.Lease{})},
+		{"retention-progress", reflect.TypeOf(layout.RetentionProgress{})},
+		{"store-probe", reflect.TypeOf(layout.StoreProbe{})},
 	} {
 		raw, err := os.ReadFile(filepath.Join(docsDir, "formats", "schemas", d.schema+".schema.json"))
 		if err != nil {
@@ -793,4 +819,15 @@ func quarantineFlow(t *testing.T, dir string, st store.Store, mustValidate func(
 		}
 		mustValidate("quarantine", in.Key, doc)
 	}
+}
+
+// ignoresIfMatch is a store that turns If-Match writes into plain ones, as
+// a store that does not support them does.
+type ignoresIfMatch struct{ store.Store }
+
+func (s *ignoresIfMatch) Put(ctx context.Context, key string, data []byte, g store.Guard) (store.ObjectInfo, error) {
+	if _, ok := g.MatchETag(); ok {
+		g = store.None()
+	}
+	return s.Store.Put(ctx, key, data, g)
 }

@@ -7,17 +7,19 @@ import (
 
 	"github.com/nereusctl/nereusctl/internal/dumplog"
 	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/health"
 	"github.com/nereusctl/nereusctl/internal/layout"
 )
 
 type dumpOptions struct {
-	from      int64
-	count     int64
-	deep      bool
-	decoder   string
-	verifyCRC bool
-	raw       bool
-	printData bool
+	from        int64
+	count       int64
+	deep        bool
+	decoder     string
+	verifyCRC   bool
+	raw         bool
+	printData   bool
+	showObjects bool
 }
 
 func (o *dumpOptions) addFlags(c *cobra.Command) {
@@ -25,7 +27,8 @@ func (o *dumpOptions) addFlags(c *cobra.Command) {
 	c.Flags().Int64Var(&o.count, "count", 0, "show at most N batches, or N records with --deep (0: no limit)")
 	c.Flags().BoolVar(&o.deep, "deep", false, "decode every batch and print one line per record (kafka-dump-log --deep-iteration)")
 	c.Flags().StringVar(&o.decoder, "decoder", "", "decode record keys and values: offsets (__consumer_offsets) or txn (__transaction_state); implies --deep")
-	c.Flags().BoolVar(&o.verifyCRC, "verify-crc", false, "check every batch CRC (--deep always does); default: headers only")
+	c.Flags().BoolVar(&o.verifyCRC, "verify-crc", true, "check every batch CRC, as kafka-dump-log does (isvalid); --verify-crc=false reads headers only and prints isvalid: unchecked (--deep always checks)")
+	c.Flags().BoolVar(&o.showObjects, "show-objects", false, "add each batch's stream object (\"object: KEY\") after kafka-dump-log's fields")
 	c.Flags().BoolVar(&o.printData, "print-data-log", false, "print each record's key and value as text (kafka-dump-log's flag: \"key: … payload: …\"; bytes that are not UTF-8 escaped as \\xNN); implies --deep")
 	c.Flags().BoolVar(&o.raw, "raw", false, "for a compacted partition: dump the COMMITTED batches instead of the READ_COMMITTED view")
 }
@@ -41,7 +44,7 @@ func (o *dumpOptions) validate() (dumplog.Options, error) {
 	if err != nil {
 		return dumplog.Options{}, exitcode.UsageErr(fmt.Errorf("--%w", err))
 	}
-	return dumplog.Options{From: o.from, Count: o.count, Deep: o.deep || o.printData || dec != dumplog.DecoderNone, Decoder: dec, VerifyCRC: o.verifyCRC, PrintData: o.printData}, nil
+	return dumplog.Options{From: o.from, Count: o.count, Deep: o.deep || o.printData || dec != dumplog.DecoderNone, Decoder: dec, VerifyCRC: o.verifyCRC, PrintData: o.printData, ShowObjects: o.showObjects}, nil
 }
 
 func newDumpCmd(g *globals) *cobra.Command {
@@ -50,9 +53,16 @@ func newDumpCmd(g *globals) *cobra.Command {
 		Use:   "dump TOPIC-PARTITION",
 		Short: "Print a partition's batches and records, like kafka-dump-log",
 		Long: `Walk the partition's COMMITTED objects from the log start (or --from) to the
-head and print one line per batch in kafka-dump-log's format, followed by
-the object that holds it. Batches wholly below the log start are skipped:
-after DeleteRecords the records below it are unreadable.
+head and print what kafka-dump-log prints for the partition's .log files,
+one virtual segment after another: "Dumping TOPIC-PARTITION/BASE.log" and
+"Log starting offset: BASE" (the segment's base offset, its file name), then
+one line per batch with "position:" its byte position within the segment,
+as in the .log file, so the text equals 'kafka-dump-log.sh --files
+TOPIC-PARTITION/A.log,TOPIC-PARTITION/B.log,...' run in the broker's log
+directory. --show-objects adds the stream object holding each batch after
+Kafka's fields. nereusctl's own summary (the stream, the log start, the
+head) goes to stderr. Batches wholly below the log start are skipped: after
+DeleteRecords the records below it are unreadable.
 
 --deep prints one line per record ("| offset: …"), with the end-transaction
 marker of control records; --decoder offsets|txn adds the decoded
@@ -65,13 +75,15 @@ UTF-8 as it is, a byte that is not UTF-8 as \xNN, a backslash as \\,
 newline, carriage return and tab as \n, \r, \t, other control characters
 as \xNN, so every record stays on one line and no byte is lost.
 
-The default pass reads headers only and prints "isvalid: unchecked";
---verify-crc (and --deep) check each batch's CRC. A batch that fails is
+Every batch's CRC is checked, as kafka-dump-log does; a batch that fails is
 printed with isvalid: false and the dump goes on, then exits 3.
+--verify-crc=false reads headers only and prints "isvalid: unchecked".
 
 With -o json every line is one JSON object: first {"type":"dump",…} with
-the bounds, then {"type":"batch",…} and, with --deep, {"type":"record",…}
-with key and value in base64 (null when absent). Nothing is written.` + exitStatusHelp("3 a batch failed its CRC or could not be decoded, the stream's objects are missing or corrupt, a compacted member (object or manifest) is missing or altered, or the binding does not decode"),
+the bounds, then {"type":"batch",…} (with segment_base and
+segment_position; position is within the object) and, with --deep,
+{"type":"record",…} with key and value in base64 (null when absent).
+Nothing is written.` + exitStatusHelp("3 a batch failed its CRC or could not be decoded, the stream's objects are missing or corrupt, a compacted member (object or manifest) is missing or altered, or the binding does not decode"),
 		Example: `  nereusctl dump orders-0 --count 10
   nereusctl dump orders-0 --print-data-log --count 5
   nereusctl dump __consumer_offsets-18 --deep --decoder offsets
@@ -82,7 +94,7 @@ with key and value in base64 (null when absent). Nothing is written.` + exitStat
 			if err != nil {
 				return err
 			}
-			return corruptionErr(runDump(cmd, g, opt, args[0], o.raw))
+			return runDump(cmd, g, opt, args[0], o.raw)
 		},
 	}
 	o.addFlags(c)
@@ -102,6 +114,28 @@ func runDump(cmd *cobra.Command, g *globals, opt dumplog.Options, arg string, ra
 	if err := b.CheckNotBlocked(); err != nil {
 		return exitcode.BlockedErr(fmt.Errorf("dump: %w", err), "nothing is served from COMMITTED data under quarantined coverage; see docs/runbooks/coordinator-blocked.md")
 	}
+	// The partition's health: a blocked partition (mandatory coverage
+	// missing) is never served from COMMITTED data compaction superseded;
+	// one with findings is dumped as far as it can be, then exits 3.
+	hrep, _, err := health.Gather(ctx, st, b, health.Prior{})
+	if err != nil {
+		return fmt.Errorf("dump %s: %w", b.Name(), err)
+	}
+	if hrep.Blocked {
+		return exitcode.BlockedErr(fmt.Errorf("dump %s: %w: %s", b.Name(), layout.ErrBlocked, hrep.BlockedReason), "nothing is served from COMMITTED data compaction superseded; see docs/runbooks/coordinator-blocked.md")
+	}
+	if err := runDumpSource(cmd, g, opt, b, raw); err != nil {
+		return err
+	}
+	return healthErr("dump", hrep)
+}
+
+func runDumpSource(cmd *cobra.Command, g *globals, opt dumplog.Options, b *layout.Binding, raw bool) error {
+	ctx := cmd.Context()
+	st, err := g.store(ctx)
+	if err != nil {
+		return err
+	}
 	if b.Coverage.State == layout.CoverageActive && !raw {
 		return runDumpView(cmd, g, opt, b)
 	}
@@ -119,7 +153,9 @@ func runDump(cmd *cobra.Command, g *globals, opt dumplog.Options, arg string, ra
 		err = writeJSONLine(w, dumpHeaderJSON{Head: head, LogStart: logStart, Partition: b.Partition, SchemaVersion: SchemaVersion,
 			Source: src.Describe(), StreamID: b.StreamID, Topic: b.Topic, Type: "dump"})
 	} else {
-		_, err = fmt.Fprintf(w, "Dumping %s (%s): log start %d, head %d\n", b.Name(), src.Describe(), logStart, head)
+		// stdout holds kafka-dump-log's text alone: nereusctl's summary
+		// goes to stderr.
+		fmt.Fprintf(g.stderr, "dumping %s (%s): log start %d, head %d\n", b.Name(), src.Describe(), logStart, head)
 	}
 	if err != nil {
 		return err
@@ -127,6 +163,9 @@ func runDump(cmd *cobra.Command, g *globals, opt dumplog.Options, arg string, ra
 	var buf []byte
 	emit := func(l dumplog.Line) error {
 		if g.json() {
+			if _, ok := l.(*dumplog.SegmentLine); ok {
+				return nil // batch lines carry segment_base and segment_position
+			}
 			return writeJSONLine(w, l)
 		}
 		buf = append(l.AppendLine(buf[:0]), '\n')

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nereusctl/nereusctl/internal/errkind"
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/testutil/s3server"
@@ -180,7 +181,7 @@ func TestErrorDocumentFinding(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	g := &globals{stderr: &stderr, resolved: true, cfg: Config{Output: "json"}}
 	root := newRootCmd(g)
-	err := fmt.Errorf("verify orders-0: %w", exitcode.About(exitcode.Wrap(exitcode.Verify, errors.New("sha256 mismatch"), "see the runbook"), "streams/s/objects/0-9.kb", "sha256"))
+	err := fmt.Errorf("verify orders-0: %w", errkind.About(exitcode.Wrap(exitcode.Verify, errors.New("sha256 mismatch"), "see the runbook"), "streams/s/objects/0-9.kb", "sha256"))
 	g.reportError(root, root, nil, &trackedWriter{w: &stdout}, err, codeOf(context.Background(), err))
 	var doc errorDocument
 	if err := json.Unmarshal(stdout.Bytes(), &doc); err != nil {

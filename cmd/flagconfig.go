@@ -112,6 +112,16 @@ func checkFileValue(typ string, val any) error {
 		default:
 			return fmt.Errorf("want a whole number, got %s", describeValue(val))
 		}
+	case "stringArray":
+		list, ok := val.([]any)
+		if !ok {
+			return fmt.Errorf("want a list of strings, got %s", describeValue(val))
+		}
+		for i, item := range list {
+			if _, ok := item.(string); !ok {
+				return fmt.Errorf("item %d: want a string, got %s", i+1, describeValue(item))
+			}
+		}
 	default:
 		if _, ok := val.(string); !ok {
 			return fmt.Errorf("want a string, got %s", describeValue(val))
@@ -211,6 +221,35 @@ func decodeConfig(v *viper.Viper, fs *pflag.FlagSet, cfgFile string, fileKeys ma
 		}
 		return 0
 	}
+	// strs reads a list setting: the flag given again and again, a YAML
+	// list in the file, a comma-separated list in the environment.
+	strs := func(key string) []string {
+		switch t := v.Get(key).(type) {
+		case nil:
+			return nil
+		case []string:
+			return t
+		case []any:
+			out := make([]string, 0, len(t))
+			for _, item := range t {
+				s, ok := item.(string)
+				if !ok {
+					errs = append(errs, fmt.Errorf("%s: want a list of strings", settingSource(fs, key, cfgFile, fileKeys)))
+					return nil
+				}
+				out = append(out, s)
+			}
+			return out
+		case string:
+			if t == "" {
+				return nil
+			}
+			return strings.Split(t, ",")
+		default:
+			errs = append(errs, fmt.Errorf("%s: want a list of strings", settingSource(fs, key, cfgFile, fileKeys)))
+		}
+		return nil
+	}
 	duration := func(key string) time.Duration {
 		switch t := v.Get(key).(type) {
 		case time.Duration:
@@ -241,6 +280,10 @@ func decodeConfig(v *viper.Viper, fs *pflag.FlagSet, cfgFile string, fileKeys ma
 	c.NoProgress = boolean("no-progress")
 	c.RequestTimeout = duration("request-timeout")
 	c.Timeout = duration("timeout")
+	c.ProbeMaxAge = duration("probe-max-age")
+	c.SkipStoreProbe = boolean("skip-store-probe")
+	c.PushGateway = str("push-gateway")
+	c.PushGatewayLabels = strs("push-gateway-label")
 	return c, errors.Join(errs...)
 }
 

@@ -65,7 +65,7 @@ The exit status is the worst over the partitions.` + exitStatusHelp("3 when a pa
 				return exitcode.UsageErr(fmt.Errorf("--grace %s: want >= 0", o.grace))
 			}
 			ctx := cmd.Context()
-			st, err := g.store(ctx)
+			st, err := g.mutatingStore(ctx, o.dryRun)
 			if err != nil {
 				return err
 			}
@@ -92,6 +92,7 @@ The exit status is the worst over the partitions.` + exitStatusHelp("3 when a pa
 			if err != nil {
 				return err
 			}
+			g.observeGC(rep)
 			if g.json() {
 				if err := writeJSON(g.stdout, gcJSON{SchemaVersion: SchemaVersion, GC: rep}); err != nil {
 					return err

@@ -298,7 +298,7 @@ func importStore(ctx context.Context, g *globals, dryRun bool) (store.Store, err
 		return nil, nil
 	}
 	g.createStore = true
-	return g.store(ctx)
+	return g.mutatingStore(ctx, false)
 }
 
 func runImportMany(cmd *cobra.Command, g *globals, o *importOptions, dirs []string, skipped []importSkip) error {

@@ -2,15 +2,14 @@ package cmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/nereusctl/nereusctl/internal/errkind"
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
-	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
 // partitionSel is the TOPIC-PARTITION… | --all selection many commands share.
@@ -106,31 +105,6 @@ func worse(a, b exitcode.Code) exitcode.Code {
 	return a
 }
 
-// partitionErrCode is the exit code of one partition's failure: a stored
-// document that does not decode is corruption (3), as are the corruption
-// sentinels; the rest maps as exitcode.Of does.
-func partitionErrCode(err error) exitcode.Code {
-	if err == nil {
-		return exitcode.OK
-	}
-	if verify.IsMalformed(err) || errors.Is(err, verify.ErrHeadRollback) {
-		return exitcode.Verify
-	}
-	return exitcode.Of(err)
-}
-
-// corruptionErr gives a malformed stored document (verify.ErrMalformed,
-// which exitcode does not know) exit 3 unless err already has a code.
-func corruptionErr(err error) error {
-	if err == nil || errors.As(err, new(*exitcode.Err)) {
-		return err
-	}
-	if verify.IsMalformed(err) || errors.Is(err, verify.ErrHeadRollback) {
-		return exitcode.VerifyErr(err)
-	}
-	return err
-}
-
 // failures collects per-partition failures of a run over many partitions
 // and turns them into one error carrying the worst code.
 type failures struct {
@@ -144,7 +118,7 @@ func (f *failures) add(err error) {
 		return
 	}
 	f.n++
-	f.code = worse(f.code, partitionErrCode(err))
+	f.code = worse(f.code, exitcode.Of(err))
 	if f.first == nil {
 		f.first = err
 	}
@@ -169,13 +143,9 @@ func loadBinding(ctx context.Context, st store.Store, arg string) (*layout.Bindi
 	if err != nil {
 		return nil, "", exitcode.UsageErr(fmt.Errorf("partition %q: %w", arg, err))
 	}
-	b, etag, err := verify.LoadBinding(ctx, st, tp)
+	b, etag, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
 	if err != nil {
-		code := exitcode.Of(err)
-		if verify.IsMalformed(err) {
-			code = exitcode.Verify
-		}
-		return nil, "", exitcode.Wrap(code, fmt.Errorf("load binding %s: %w", tp, err), hintFor(err, tp))
+		return nil, "", errkind.Hint(fmt.Errorf("load binding %s: %w", tp, err), hintFor(err, tp))
 	}
 	return b, etag, nil
 }
@@ -184,7 +154,7 @@ func hintFor(err error, tp layout.TopicPartition) string {
 	if isNotFound(err) {
 		return fmt.Sprintf("no binding %s in this store; list them with 'nereusctl status' or check --store", tp)
 	}
-	if verify.IsMalformed(err) {
+	if layout.IsCorrupt(err) {
 		return fmt.Sprintf("the binding document of %s is corrupt; restore it from a replica (docs/runbooks/restore-from-replica.md)", tp)
 	}
 	return ""

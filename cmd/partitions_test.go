@@ -9,7 +9,6 @@ import (
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
-	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
 func TestWorseOrdersPartitionCodes(t *testing.T) {
@@ -34,7 +33,7 @@ func TestFailuresTakeTheWorstCode(t *testing.T) {
 	}
 	f.add(errors.New("an I/O failure"))
 	f.add(exitcode.BlockedErr(errors.New("blocked"), ""))
-	f.add(fmt.Errorf("load binding x-0: %w", fmt.Errorf("%w: bad json", verify.ErrMalformed)))
+	f.add(fmt.Errorf("load binding x-0: %w", fmt.Errorf("%w: bad json", layout.ErrCorruptDocument)))
 	err := f.err("op", 5)
 	if exitcode.Of(err) != exitcode.Verify {
 		t.Fatalf("1, 4 and a malformed document: want exit 3, got %d (%v)", exitcode.Of(err), err)

@@ -83,7 +83,7 @@ func runRepair(cmd *cobra.Command, g *globals, o *repairOptions, args []string) 
 			return err
 		}
 	}
-	st, err := g.store(ctx)
+	st, err := g.mutatingStore(ctx, o.dryRun)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/health"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/state"
@@ -105,6 +106,9 @@ func runReplay(cmd *cobra.Command, g *globals, o *replayOptions, arg string) err
 		err = writeJSON(g.stdout, replayJSON(res, full))
 	} else {
 		err = renderReplay(g.stdout, res, full)
+		if err == nil {
+			renderFindings(g.stdout, b.Name(), res.Health)
+		}
 	}
 	if err != nil {
 		return err
@@ -117,7 +121,37 @@ func runReplay(cmd *cobra.Command, g *globals, o *replayOptions, arg string) err
 		}
 		return exitcode.VerifyErr(err)
 	}
-	return nil
+	// The state is shown; the partition's health decides the exit code,
+	// as verify's would (a damaged newest checkpoint replay fell back
+	// from, a rolled-back head, a manifest that does not decode, …).
+	return healthErr("replay", res.Health)
+}
+
+// renderFindings prints a partition's health findings under a reader's
+// output, one line each with its hint.
+func renderFindings(w io.Writer, name string, rep *health.Report) {
+	if rep == nil || rep.OK() {
+		return
+	}
+	fmt.Fprintf(w, "\nhealth: %d finding(s)", len(rep.Findings))
+	if rep.Blocked {
+		fmt.Fprintf(w, ", blocked: %s", rep.BlockedReason)
+	}
+	fmt.Fprintln(w)
+	for _, f := range rep.Findings {
+		fmt.Fprintln(w, "  "+findingNote(name, f))
+	}
+}
+
+// healthErr is a reader's failure for an unhealthy partition: every
+// finding on stderr (the error names the first, with its runbook), exit 3
+// for missing or corrupt data, 4 when only blocked; nil when healthy.
+func healthErr(op string, rep *health.Report) error {
+	err := rep.Err()
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%s: %w", op, err)
 }
 
 // oldRuleMismatch explains a checkpoint path that differs from the full
@@ -202,6 +236,9 @@ type replayDoc struct {
 	Aborted          []state.AbortedTxn   `json:"aborted"`
 	LeaderEpochs     []state.EpochEntry   `json:"leader_epochs"`
 	Segments         []segmentJSON        `json:"segments"`
+	// Findings are the partition's health findings (the state is still
+	// shown; replay exits 3, or 4 when only blocked, as verify would).
+	Findings []health.Finding `json:"findings"`
 	// With --compare only.
 	FullStateDigest    *string             `json:"full_state_digest,omitempty"`
 	FullTail           *recovery.TailStats `json:"full_tail,omitempty"`
@@ -272,6 +309,7 @@ func replayJSON(res, full *recovery.Result) replayDoc {
 		LSO:              p.LSO(),
 		Trim:             res.Head.Trim,
 		StateDigest:      res.Digest(),
+		Findings:         res.Health.Findings,
 		Clock:            clockOf(res),
 		Producers:        prods,
 		OpenTransactions: nonNil(p.SortedOngoing()),

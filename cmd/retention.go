@@ -37,7 +37,6 @@ type retentionRunOptions struct {
 	now          string
 	clock        clockFlags
 	progressFile string
-	metricsFile  string
 	leaseTTL     time.Duration
 	resumeWithin time.Duration
 	progressIntv time.Duration
@@ -87,9 +86,10 @@ terminal it asks (y/N on stdin); otherwise it refuses with exit 2 before
 trimming anything. Without --yes the run plans every partition first to
 find such trims; cron jobs pass --yes.
 
---metrics-file writes Prometheus text-format metrics for node_exporter's
-textfile collector (atomically); its folder must exist and be writable, which
-is checked before any trim. A dry run never writes the metrics file.
+--metrics-file writes the run's Prometheus metrics for node_exporter's
+textfile collector (atomically), --push-gateway pushes them; the file's
+folder must exist and be writable, which is checked before any trim. A dry
+run writes and pushes no metrics (docs/deploy/README.md, "Metrics").
 
 SIGINT or SIGTERM stops the run: the partitions in flight are left where
 their trim sequence stood (each step is durable, a rerun finishes them), the
@@ -109,7 +109,6 @@ partitions done so far are recorded and printed, and the exit status is
 	c.Flags().StringVar(&o.now, "now", "", "the time retention.ms and producer expiration are measured against (RFC3339; default: now)")
 	o.clock.add(c, false)
 	c.Flags().StringVar(&o.progressFile, "progress-file", "", "local progress file (default: under $XDG_STATE_HOME/nereusctl, one per store)")
-	c.Flags().StringVar(&o.metricsFile, "metrics-file", "", "write Prometheus text-format metrics to this file (its folder must exist)")
 	c.Flags().DurationVar(&o.leaseTTL, "lease-ttl", lease.DefaultTTL, "how long each partition lease lasts between renewals (renewed every third of it)")
 	c.Flags().DurationVar(&o.progressIntv, "progress-interval", retention.DefaultFlushEvery, "write finished partitions to the store progress at most this often (0s: after every partition)")
 	c.Flags().DurationVar(&o.resumeWithin, "resume-within", retention.DefaultResumeWithin, "resume an interrupted run only if its progress was written less than this long ago")
@@ -135,15 +134,8 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 	if o.resumeWithin <= 0 {
 		return exitcode.UsageErr(fmt.Errorf("--resume-within %s: want more than 0s", o.resumeWithin))
 	}
-	// The metrics file is checked before anything is planned or trimmed:
-	// a cron line with a wrong path fails at once, not after the trims.
-	if o.metricsFile != "" {
-		if err := localfile.CheckWritable(o.metricsFile); err != nil {
-			return exitcode.Wrap(exitcode.Usage, fmt.Errorf("retention run: --metrics-file: %w", err),
-				"create the folder (node_exporter's textfile directory) or fix the path; nothing was trimmed")
-		}
-	}
-	// So is an explicit progress file (a dry run writes none).
+	// An explicit progress file is checked before anything is planned or
+	// trimmed (a dry run writes none), as --metrics-file is (startMetrics).
 	if o.progressFile != "" && !o.dryRun {
 		if err := localfile.CheckWritable(o.progressFile); err != nil {
 			return exitcode.Wrap(exitcode.Usage, fmt.Errorf("retention run: --progress-file: %w", err),
@@ -154,7 +146,7 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 	if err != nil {
 		return exitcode.UsageErr(fmt.Errorf("retention run: %w", err))
 	}
-	st, err := g.store(ctx)
+	st, err := g.mutatingStore(ctx, o.dryRun)
 	if err != nil {
 		return err
 	}
@@ -204,9 +196,12 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 	defer prog.done()
 	opts.OnPartition = func(done, total int, r *retention.Result) { prog.add(1) }
 	out := &retentionOut{g: g, dryRun: o.dryRun}
-	opts.Emit = out.emit
+	opts.Emit = g.countRetention(out.emit)
 	rep, err := retention.RunJob(ctx, st, opts)
 	prog.done()
+	if rep != nil {
+		g.observeRetention(rep)
+	}
 	if err != nil {
 		if errors.Is(err, retention.ErrProgressCorrupt) {
 			code := exitcode.Error
@@ -229,16 +224,6 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 	}
 	if rep.ProgressDiscarded != "" {
 		fmt.Fprintf(g.stderr, "retention run: %s\n", rep.ProgressDiscarded)
-	}
-	if o.metricsFile != "" {
-		if rep.DryRun {
-			fmt.Fprintf(g.stderr, "retention run: dry run: %s not written (a dry run never replaces the metrics of real runs)\n", o.metricsFile)
-		} else if err := localfile.WriteAtomic(o.metricsFile, retention.Metrics(rep, time.Now()), 0o644); err != nil {
-			if out.n > 0 {
-				_ = out.finish(rep)
-			}
-			return err
-		}
 	}
 	if err := out.finish(rep); err != nil {
 		return err

@@ -19,10 +19,12 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/nereusctl/nereusctl/internal/errkind"
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/fleet"
 	"github.com/nereusctl/nereusctl/internal/lease"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/storeprobe"
 )
 
 // Version is set by goreleaser: -X github.com/nereusctl/nereusctl/cmd.Version=...
@@ -49,6 +51,12 @@ type Config struct {
 	NoProgress           bool          `mapstructure:"no-progress"`
 	RequestTimeout       time.Duration `mapstructure:"request-timeout"`
 	Timeout              time.Duration `mapstructure:"timeout"`
+	ProbeMaxAge          time.Duration `mapstructure:"probe-max-age"`
+	SkipStoreProbe       bool          `mapstructure:"skip-store-probe"`
+	// PushGateway and PushGatewayLabels: where the scheduled commands push
+	// their metrics (cmd/metrics.go).
+	PushGateway       string   `mapstructure:"push-gateway"`
+	PushGatewayLabels []string `mapstructure:"push-gateway-label"`
 }
 
 // DefaultRequestTimeout bounds one store request (its body included): far
@@ -89,6 +97,12 @@ type globals struct {
 	// and cancelDeadline its cancel.
 	deadline       context.Context
 	cancelDeadline context.CancelFunc
+	// probeNoted is set once the stored store probe result was looked at
+	// this run, and proved once a mutation's gate passed (probegate.go).
+	probeNoted, proved bool
+	// metrics is the run of a scheduled command with a metrics output
+	// (--metrics-file, --push-gateway), written when it ends.
+	metrics *metricsRun
 }
 
 // errTimedOut is the cause of a --timeout deadline.
@@ -112,22 +126,30 @@ func (g *globals) machineOutput() bool { return g.cfg.Output == "json" || g.cfg.
 
 // store opens the configured store once, wrapped in the decorators.
 func (g *globals) store(ctx context.Context) (store.Store, error) {
-	if g.st != nil {
-		return g.st, nil
+	if g.st == nil {
+		if err := g.openStore(ctx); err != nil {
+			return nil, err
+		}
 	}
+	g.noteStoreProbe(ctx)
+	return g.st, nil
+}
+
+// openStore opens the configured store into g.st.
+func (g *globals) openStore(ctx context.Context) error {
 	g.meter = store.NewMeter(g.cfg.MaxRequestsPerSecond)
 	st, err := openMeteredStore(ctx, g.cfg, g.createStore, g.logger(), g.meter)
 	if err != nil {
 		if h := errorHint(err); h != "" {
 			// access or credentials refused: not a usage error
-			return nil, exitcode.Wrap(exitcode.Error, err, h)
+			return exitcode.Wrap(exitcode.Error, err, h)
 		}
-		return nil, exitcode.Wrap(exitcode.Usage, err, "check --store (file:///dir, file://./dir, s3://bucket/prefix) and the S3 flags")
+		return exitcode.Wrap(exitcode.Usage, err, "check --store (file:///dir, file://./dir, s3://bucket/prefix) and the S3 flags")
 	}
 	g.http = isHTTPStore(st)
 	g.counter = store.NewCounter(st)
 	g.st = g.counter
-	return g.st, nil
+	return nil
 }
 
 // Execute runs nereusctl with args and returns the process exit status.
@@ -163,6 +185,7 @@ func execute(ctx context.Context, g *globals, args []string, stdout io.Writer) i
 		err = exitcode.Wrap(exitcode.Error, fmt.Errorf("%s: timed out after %s (--timeout): %w", strings.TrimPrefix(failed.CommandPath(), "nereusctl "), g.cfg.Timeout, err),
 			"the work done so far is kept and every step is idempotent: rerun the same command, with a longer --timeout, to finish")
 	}
+	err = g.finishMetrics(ctx, err)
 	if g.cfg.Stats && g.counter != nil {
 		g.writeStats(stderr)
 	}
@@ -220,7 +243,7 @@ func (g *globals) reportError(root, failed *cobra.Command, args []string, out *t
 	doc := errorDocument{SchemaVersion: SchemaVersion, Error: errorBody{
 		Code: int(code), Name: code.Name(), Message: msg, Hint: hint,
 	}}
-	doc.Error.Object, doc.Error.Check = exitcode.FindingOf(err)
+	doc.Error.Object, doc.Error.Check = errkind.FindingOf(err)
 	if doc.Error.Object == "" {
 		doc.Error.Object = store.KeyOf(err)
 	}
@@ -346,7 +369,7 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 				return err
 			}
 			g.startDeadline(cmd)
-			return nil
+			return g.startMetrics(cmd)
 		},
 		// --version prints what `version` prints; nereusctl alone, its help.
 		Args: unknownSubcommand,
@@ -386,12 +409,17 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 	f.Duration("request-timeout", DefaultRequestTimeout, "cut a store request (HEAD, GET with its body, PUT, DELETE, LIST) that has not finished after this long; it is retried like a transient failure. 0s: no limit")
 	f.Duration("timeout", 0, "end the whole command after this long (exit 1, \"timed out\"); the work done so far is kept and a rerun resumes it. 0s: no limit")
 	f.Bool("no-progress", false, "draw no progress bar (one is drawn on stderr only when stderr is a terminal, never under -o json)")
+	f.Duration("probe-max-age", storeprobe.DefaultMaxAge, "trust the store probe result kept in an s3:// store for this long; an older or missing one is probed again before the first write of a mutating command (0s: probe before every mutating run)")
+	f.Bool("skip-store-probe", false, "let mutating commands write without checking the store probe result (for a store known good); they say so on stderr")
+	f.String("push-gateway", "", "push the run's Prometheus metrics to this Pushgateway (http[s]://HOST[:PORT][/PATH]), job nereusctl, grouped by command and shard; scheduled commands only: status, verify, retention run, gc, compact, checkpoint create (not on a dry run)")
+	f.StringArray("push-gateway-label", nil, "with --push-gateway: one more grouping label KEY=VALUE (repeatable; the environment variable takes a comma-separated list)")
 
 	root.AddCommand(
 		newVersionCmd(g),
 		newStoreCmd(g),
 	)
 	addCommands(root, g)
+	addMetricsFlags(root)
 	root.SetHelpCommand(newHelpCmd())
 	strictCommands(root)
 	registerCompletions(root, g)
@@ -484,6 +512,9 @@ func (g *globals) resolve(cmd *cobra.Command) error {
 	}
 	if g.cfg.Timeout < 0 {
 		return exitcode.UsageErr(fmt.Errorf("--timeout %s: want 0s (no limit) or more", g.cfg.Timeout))
+	}
+	if g.cfg.ProbeMaxAge < 0 {
+		return exitcode.UsageErr(fmt.Errorf("--probe-max-age %s: want 0s (probe every mutating run) or more", g.cfg.ProbeMaxAge))
 	}
 	g.log = slog.New(slog.NewTextHandler(g.stderr, &slog.HandlerOptions{Level: level}))
 	g.resolved = true

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/health"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/retention"
 	"github.com/nereusctl/nereusctl/internal/status"
@@ -98,32 +99,41 @@ func runStatus(cmd *cobra.Command, g *globals, o *statusOptions, args []string) 
 	if err != nil {
 		return err
 	}
+	// The whole store (no partition named): every stream accounted for,
+	// no stray key, every quarantine record readable.
+	storeFindings := []health.Finding{}
+	if len(args) == 0 {
+		if storeFindings, err = status.StoreFindings(ctx, st, rows, g.parallel()); err != nil {
+			return fmt.Errorf("status: %w", err)
+		}
+	}
+	g.observeStatus(rows, storeFindings)
 	if o.drawn && !g.json() {
 		for _, l := range status.Map(rows, terminalWidth(g.stdout)) {
 			fmt.Fprintln(g.stdout, l)
 		}
-	} else if err := renderStatus(g, rows); err != nil {
+	} else if err := renderStatus(g, rows, storeFindings); err != nil {
 		return err
 	}
 	if !g.json() {
-		if notes := statusNotes(rows); len(notes) > 0 {
+		if notes := statusNotes(rows, storeFindings); len(notes) > 0 {
 			fmt.Fprintln(g.stdout)
 			for _, n := range notes {
 				fmt.Fprintln(g.stdout, n)
 			}
 		}
 	}
-	return statusExit(rows)
+	return statusExit(rows, storeFindings)
 }
 
-func renderStatus(g *globals, rows []status.Partition) error {
+func renderStatus(g *globals, rows []status.Partition, storeFindings []health.Finding) error {
 	if g.json() {
 		if rows == nil {
 			rows = []status.Partition{}
 		}
-		return writeJSON(g.stdout, statusJSON{SchemaVersion: SchemaVersion, Partitions: rows})
+		return writeJSON(g.stdout, statusJSON{SchemaVersion: SchemaVersion, Partitions: rows, StoreFindings: storeFindings})
 	}
-	headers := []string{"PARTITION", "STREAM", "LOG START", "HEAD", "LSO", "CHECKPOINT", "AGE", "TAIL OBJS", "COVERAGE", "BLOCKED", "CONFIG", "DATA LOSS"}
+	headers := []string{"PARTITION", "STREAM", "LOG START", "HEAD", "LSO", "CHECKPOINT", "AGE", "TAIL OBJS", "COVERAGE", "BLOCKED", "CONFIG", "DATA LOSS", "HEALTH"}
 	if g.wide() {
 		headers = append(headers, statusWideHeaders...)
 	}
@@ -132,7 +142,7 @@ func renderStatus(g *globals, rows []status.Partition) error {
 	out := newTableRows(headers...)
 	for _, r := range rows {
 		if r.Error != "" {
-			row := []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), r.StreamID, "-", "-", "-", "-", "-", "-", "-", "-", shortConfigSource(r.ConfigSource), "error: " + r.Error}
+			row := []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), r.StreamID, "-", "-", "-", "-", "-", "-", "-", "-", shortConfigSource(r.ConfigSource), "error: " + r.Error, healthCell(r)}
 			if g.wide() {
 				row = append(row, "-", "-", "-", "-")
 			}
@@ -159,7 +169,7 @@ func renderStatus(g *globals, rows []status.Partition) error {
 			loss = "missing " + strings.Join(parts, " ")
 			lso, tail = "-", "-"
 		}
-		row := []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), r.StreamID, fmt.Sprint(r.LogStart), fmt.Sprint(r.Head), lso, anchor, age, tail, r.Coverage, blocked, shortConfigSource(r.ConfigSource), loss}
+		row := []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), r.StreamID, fmt.Sprint(r.LogStart), fmt.Sprint(r.Head), lso, anchor, age, tail, r.Coverage, blocked, shortConfigSource(r.ConfigSource), loss, healthCell(r)}
 		if g.wide() {
 			row = append(row, statusWide(r)...)
 		}
@@ -168,13 +178,49 @@ func renderStatus(g *globals, rows []status.Partition) error {
 	return out.render(g.stdout)
 }
 
+// healthCell is a row's HEALTH column: ok, or how many findings (and
+// blocked).
+func healthCell(r status.Partition) string {
+	switch {
+	case len(r.Findings) > 0:
+		return fmt.Sprintf("%d finding(s)", len(r.Findings))
+	case r.Blocked:
+		return "blocked"
+	case r.Error != "":
+		return "-"
+	}
+	return "ok"
+}
+
+// findingNote is one health finding as a note line, with its hint.
+func findingNote(name string, f health.Finding) string {
+	obj := ""
+	if f.Object != "" {
+		obj = " on " + f.Object
+	}
+	if name != "" {
+		name += ": "
+	}
+	return fmt.Sprintf("%s%s check failed%s: %s (hint: %s)", name, f.Check, obj, f.Detail, health.HintFor(f))
+}
+
 // statusNotes are the lines under the table that say what an operator
-// does next: a checkpoint replay skipped (a longer restart), a binding
-// whose log start lags the head's trim (an interrupted trim).
-func statusNotes(rows []status.Partition) []string {
+// does next: each health finding with its runbook, a checkpoint replay
+// skipped (a longer restart), a binding whose log start lags the head's
+// trim (an interrupted trim).
+func statusNotes(rows []status.Partition, storeFindings []health.Finding) []string {
 	var out []string
+	for _, f := range storeFindings {
+		out = append(out, findingNote("store", f))
+	}
 	for _, r := range rows {
 		name := fmt.Sprintf("%s-%d", r.Topic, r.Partition)
+		for _, f := range r.Findings {
+			if f.Scope == health.ScopeCheckpoint {
+				continue // the skipped-checkpoint note below says it
+			}
+			out = append(out, findingNote(name, f))
+		}
 		for _, k := range r.SkippedCheckpoints {
 			used := "none: a full replay"
 			if r.CheckpointAnchor != nil {
@@ -221,10 +267,17 @@ func shortConfigSource(src string) string {
 type statusJSON struct {
 	SchemaVersion int                `json:"schema_version"`
 	Partitions    []status.Partition `json:"partitions"`
+	// StoreFindings are the store-wide findings (health.Fleet) when every
+	// binding was listed: orphan streams, stray keys, unreadable
+	// quarantine records.
+	StoreFindings []health.Finding `json:"store_findings"`
 }
 
-func statusExit(rows []status.Partition) error {
+func statusExit(rows []status.Partition, storeFindings []health.Finding) error {
 	var blocked, failed, lost []string
+	for _, f := range storeFindings {
+		lost = append(lost, "store: "+f.Check+" "+f.Object)
+	}
 	for _, r := range rows {
 		name := fmt.Sprintf("%s-%d", r.Topic, r.Partition)
 		switch {
@@ -232,6 +285,8 @@ func statusExit(rows []status.Partition) error {
 			lost = append(lost, name+": "+r.DataLossError().Error())
 		case r.Err != nil && exitcode.Of(r.Err) == exitcode.Verify:
 			lost = append(lost, name+": "+r.Error)
+		case len(r.Findings) > 0:
+			lost = append(lost, fmt.Sprintf("%s: %s check failed on %s", name, r.Findings[0].Check, r.Findings[0].Object))
 		}
 		if r.Blocked {
 			blocked = append(blocked, name)
@@ -243,17 +298,34 @@ func statusExit(rows []status.Partition) error {
 	// Data loss and corruption come first: they are the answer an
 	// operator must not miss among blocked or unreadable partitions.
 	if len(lost) > 0 {
-		return exitcode.Wrap(exitcode.Verify, fmt.Errorf("status: %d partition(s) have missing or corrupt data: %s", len(lost), exitcode.List(lost, "; ")),
-			"restore the missing or damaged objects from a replica: see docs/runbooks/restore-from-replica.md")
+		return exitcode.Wrap(exitcode.Verify, fmt.Errorf("status: %d partition(s) or store findings with missing or corrupt data: %s", len(lost), exitcode.List(lost, "; ")),
+			statusHint(rows, storeFindings))
 	}
 	if len(blocked) > 0 {
-		return exitcode.BlockedErr(fmt.Errorf("status: %d partition(s) blocked by quarantined compacted coverage: %s", len(blocked), exitcode.List(blocked, ", ")),
-			"see 'nereusctl quarantine list' and docs/runbooks/coordinator-blocked.md")
+		return exitcode.BlockedErr(fmt.Errorf("status: %d partition(s) blocked: %s", len(blocked), exitcode.List(blocked, ", ")),
+			health.HintBlocked)
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("status: %d partition(s) could not be read: %s", len(failed), exitcode.List(failed, ", "))
 	}
 	return nil
+}
+
+// statusHint is the hint of the first finding (store-wide first), or the
+// restore runbook for data loss.
+func statusHint(rows []status.Partition, storeFindings []health.Finding) string {
+	if len(storeFindings) > 0 {
+		return health.HintFor(storeFindings[0])
+	}
+	for _, r := range rows {
+		if r.DataLoss == nil && r.Err == nil && len(r.Findings) > 0 {
+			return health.HintFor(r.Findings[0])
+		}
+		if r.DataLoss != nil || r.Err != nil {
+			break
+		}
+	}
+	return "restore the missing or damaged objects from a replica: see docs/runbooks/restore-from-replica.md"
 }
 
 // statusWideHeaders are the columns -o wide adds to status's table.

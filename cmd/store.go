@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -10,19 +11,21 @@ import (
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/storeprobe"
 )
 
 func newStoreCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "store",
-		Short: "Look at raw objects in the store; upgrade its documents",
-		Long:  "Small operator commands over the raw object store: list, stat and print objects (they never write), and upgrade the documents of a store written before document digests." + exitStatusHelp(),
+		Short: "Look at raw objects in the store; prove its conditional writes; upgrade its documents",
+		Long:  "Small operator commands over the raw object store: list, stat and print objects (they never write), probe the conditional writes every guarantee rests on, and upgrade the documents of a store written before document digests." + exitStatusHelp(),
 		Example: `  nereusctl store ls bindings/
   nereusctl store stat streams/s-1/head.json
   nereusctl store cat streams/s-1/head.json
+  nereusctl store probe
   nereusctl store upgrade --dry-run`,
 	}
-	c.AddCommand(newStoreLsCmd(g), newStoreStatCmd(g), newStoreCatCmd(g), newStoreUpgradeCmd(g))
+	c.AddCommand(newStoreLsCmd(g), newStoreStatCmd(g), newStoreCatCmd(g), newStoreProbeCmd(g), newStoreUpgradeCmd(g))
 	return c
 }
 
@@ -197,7 +200,7 @@ documents back without a digest.` + exitStatusHelp(
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			st, err := g.store(ctx)
+			st, err := g.mutatingStore(ctx, dryRun)
 			if err != nil {
 				return err
 			}
@@ -238,4 +241,128 @@ documents back without a digest.` + exitStatusHelp(
 type storeUpgradeJSON struct {
 	SchemaVersion int                   `json:"schema_version"`
 	Upgrade       *layout.UpgradeReport `json:"upgrade"`
+}
+
+func newStoreProbeCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "probe",
+		Short: "Check that the store honours the conditional writes every guarantee rests on",
+		Long: `Check, on a scratch key under tasks/probe-<nonce>/ (removed afterwards, also
+when a check fails), what nereusctl's guarantees need of the store: a PUT with
+If-None-Match: * creates a new key and a second one fails with 412 leaving the
+bytes; a PUT with If-Match on a stale ETag fails with 412 and on the current one
+succeeds; ETags are the MD5 of the bytes; a GET and a LIST right after a write
+see it; HEAD returns the SHA-256 the PUT sent; a DELETE with If-Match fails on a
+stale ETag and on a missing key and removes the object on the current one (on
+s3:// through nereusctl's HEAD-then-DELETE: docs/s3.md). Each check is printed
+with the guarantee it backs (-o wide, -o json).
+
+On s3:// the result is kept in the store (store-probe.json, docs/layout.md),
+with the store, the endpoint, the time and this build: every mutating command
+checks it before its first write, probes first when it is missing or older than
+--probe-max-age, and refuses to write on a store that failed (exit 3), while
+read-only commands still work and warn. Run this command again once a failing
+store (or the proxy in front of it) is fixed. file:// and mem:// are proved by
+construction: the checks run, nothing is kept, and mutations never wait for a
+probe.` + exitStatusHelp("3 a check failed: the error names each broken guarantee"),
+		Example: `  nereusctl --store s3://kafka-nereus/prod store probe
+  nereusctl store probe -o json`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			g.probeNoted = true // this run probes: no warning about the last result
+			st, err := g.store(ctx)
+			if err != nil {
+				return err
+			}
+			o := g.probeOptions(st)
+			o.Force = true
+			var doc *layout.StoreProbe
+			recorded := false
+			if storeprobe.Needed(st) {
+				out, err := storeprobe.Ensure(ctx, st, o)
+				if err != nil {
+					return err
+				}
+				doc, recorded = out.Doc, out.Recorded
+			} else {
+				res, err := storeprobe.Run(ctx, st, o.Probe)
+				if err != nil {
+					return err
+				}
+				doc = storeprobe.Document(res, o)
+			}
+			if err := renderStoreProbe(g, doc, recorded, storeprobe.Needed(st)); err != nil {
+				return err
+			}
+			if err := storeprobe.Failed(doc); err != nil {
+				return exitcode.Wrap(exitcode.Verify, err, storeprobe.Hint)
+			}
+			return nil
+		},
+	}
+}
+
+// storeProbeJSON is the -o json output of store probe.
+type storeProbeJSON struct {
+	SchemaVersion int                `json:"schema_version"`
+	Probe         *layout.StoreProbe `json:"probe"`
+	// Broken names the checks that failed (empty when all held).
+	Broken []string `json:"broken"`
+	// Recorded: the result was written to the store (Key); false on
+	// file:// and mem://, and when another run recorded one meanwhile.
+	Recorded bool   `json:"recorded"`
+	Key      string `json:"key,omitempty"`
+	// ProvedByConstruction: file:// or mem://, whose mutations never
+	// wait for a probe.
+	ProvedByConstruction bool `json:"proved_by_construction"`
+}
+
+func renderStoreProbe(g *globals, doc *layout.StoreProbe, recorded, needed bool) error {
+	broken := []string{}
+	for _, c := range doc.Broken() {
+		broken = append(broken, c.Name)
+	}
+	if g.json() {
+		j := storeProbeJSON{SchemaVersion: SchemaVersion, Probe: doc, Broken: broken, Recorded: recorded, ProvedByConstruction: !needed}
+		if recorded {
+			j.Key = layout.StoreProbeKey
+		}
+		return writeJSON(g.stdout, j)
+	}
+	head := []string{"CHECK", "RESULT", "DETAIL"}
+	if g.wide() {
+		head = append(head, "GUARANTEE")
+	}
+	rows := make([][]string, 0, len(doc.Checks))
+	for _, c := range doc.Checks {
+		r := []string{c.Name, "ok", c.Detail}
+		if !c.OK {
+			r[1] = "FAILED"
+		}
+		if g.wide() {
+			r = append(r, c.Guarantee)
+		}
+		rows = append(rows, r)
+	}
+	if err := writeTable(g.stdout, head, rows); err != nil {
+		return err
+	}
+	verdict := fmt.Sprintf("all %d checks held", len(doc.Checks))
+	if !doc.OK {
+		verdict = fmt.Sprintf("%d of %d checks FAILED (%s)", len(broken), len(doc.Checks), strings.Join(broken, ", "))
+	}
+	kept := fmt.Sprintf("%s is proved by construction: nothing is kept, mutations never wait for a probe", doc.Store)
+	switch {
+	case needed && recorded:
+		kept = fmt.Sprintf("result kept in %s for mutating commands (trusted for %s, --probe-max-age)", layout.StoreProbeKey, g.cfg.ProbeMaxAge)
+	case needed:
+		kept = "another run recorded a result meanwhile: that one stands"
+	}
+	where := doc.Store
+	if needed {
+		where += " through " + doc.Endpoint
+	}
+	_, err := fmt.Fprintf(g.stdout, "store probe: %s: %s; %s\n", where, verdict, kept)
+	return err
 }

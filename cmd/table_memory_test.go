@@ -43,7 +43,7 @@ func TestFleetTablesCostTheirText(t *testing.T) {
 			Plan: &retention.Plan{CurrentLogStart: 0, HW: 36, NewLogStart: 36, GarbageSize: 4446, OpenSegmentBytes: 1051}}
 	}
 	for name, render := range map[string]func() error{
-		"status": func() error { return renderStatus(g, rows) },
+		"status": func() error { return renderStatus(g, rows, nil) },
 		"verify": func() error { return renderVerifyText(g, reps, false, false, 0, 0, 0, 0, 1.5) },
 		"retention run": func() error {
 			out := &retentionOut{g: g}

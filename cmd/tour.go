@@ -32,7 +32,7 @@ func runTour(cmd *cobra.Command, g *globals, sum *demo.Summary) error {
 	if err != nil {
 		return err
 	}
-	if err := renderStatus(g, rows); err != nil {
+	if err := renderStatus(g, rows, nil); err != nil {
 		return err
 	}
 

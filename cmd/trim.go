@@ -61,7 +61,7 @@ with exit 2 and nothing is written.` + exitStatusHelp("1 when the request is ref
 				return err
 			}
 			ctx := cmd.Context()
-			st, err := g.store(ctx)
+			st, err := g.mutatingStore(ctx, o.dryRun)
 			if err != nil {
 				return err
 			}
@@ -185,7 +185,7 @@ func renderTrimResults(g *globals, dryRun bool, rs []*retention.Result, kafkaSty
 			}
 			c := exitcode.Error
 			if r.Err != nil {
-				c = partitionErrCode(r.Err)
+				c = exitcode.Of(r.Err)
 			}
 			code = worse(code, c)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/fleet"
+	"github.com/nereusctl/nereusctl/internal/health"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/verify"
 )
@@ -86,6 +87,10 @@ type verifyJSON struct {
 	BytesHashed   int64            `json:"bytes_hashed"`
 	Seconds       float64          `json:"seconds"`
 	Partitions    []*verify.Report `json:"partitions"`
+	// StoreFindings are the store-wide findings (orphan streams, stray
+	// keys, unreadable quarantine records) of a run over --all (with
+	// --shard, shard 0 checks them).
+	StoreFindings []health.Finding `json:"store_findings"`
 }
 
 func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) error {
@@ -101,7 +106,7 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 		}
 		sample = s
 	}
-	st, err := g.store(ctx)
+	st, err := g.mutatingStore(ctx, o.readOnly)
 	if err != nil {
 		return err
 	}
@@ -129,9 +134,23 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 	if err != nil {
 		return err
 	}
+	g.observeVerify(reps, o.deep && sample == nil, o.sel.all)
 	prog.done()
-	findings, blocked, failed, hashed := 0, 0, 0, int64(0)
+	storeFindings := []health.Finding{}
+	if o.sel.all && (o.sel.shard == "" || strings.HasPrefix(o.sel.shard, "0/")) {
+		known := make(map[layout.TopicPartition]string, len(reps))
+		for i, r := range reps {
+			known[tps[i]] = r.StreamID
+		}
+		if storeFindings, err = health.Store(ctx, st, known, g.parallel()); err != nil {
+			return fmt.Errorf("verify: %w", err)
+		}
+	}
+	findings, blocked, failed, hashed := len(storeFindings), 0, 0, int64(0)
 	code := exitcode.OK
+	if len(storeFindings) > 0 {
+		code = exitcode.Verify
+	}
 	var firstErr error
 	for _, r := range reps {
 		findings += len(r.Findings)
@@ -145,7 +164,7 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 		}
 		if r.Err() != nil {
 			failed++
-			code = worse(code, partitionErrCode(r.Err()))
+			code = worse(code, exitcode.Of(r.Err()))
 			if firstErr == nil {
 				firstErr = r.Err()
 			}
@@ -153,16 +172,25 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 	}
 	secs := time.Since(start).Seconds()
 	if g.json() {
-		if err := writeJSON(g.stdout, verifyJSON{SchemaVersion: SchemaVersion, OK: code == exitcode.OK, Deep: o.deep, ReadOnly: o.readOnly, Findings: findings, Blocked: blocked, Errors: failed, BytesHashed: hashed, Seconds: secs, Partitions: reps}); err != nil {
+		if err := writeJSON(g.stdout, verifyJSON{SchemaVersion: SchemaVersion, OK: code == exitcode.OK, Deep: o.deep, ReadOnly: o.readOnly, Findings: findings, Blocked: blocked, Errors: failed, BytesHashed: hashed, Seconds: secs, Partitions: reps, StoreFindings: storeFindings}); err != nil {
 			return err
 		}
-	} else if err := renderVerifyText(g, reps, o.deep, o.readOnly, findings, blocked, failed, hashed, secs); err != nil {
-		return err
+	} else {
+		for _, f := range storeFindings {
+			fmt.Fprintln(g.stdout, findingNote("store", f))
+		}
+		if err := renderVerifyText(g, reps, o.deep, o.readOnly, findings, blocked, failed, hashed, secs); err != nil {
+			return err
+		}
 	}
 	switch code {
 	case exitcode.OK:
 		return nil
 	case exitcode.Verify:
+		if len(storeFindings) > 0 && firstVerifyFinding(reps).Check == "" {
+			f := storeFindings[0]
+			return exitcode.Wrap(exitcode.Verify, fmt.Errorf("verify: %d findings; first: store: %s check failed on %s: %s", findings, f.Check, f.Object, f.Detail), health.HintFor(f))
+		}
 		f := firstVerifyFinding(reps)
 		return exitcode.Wrap(exitcode.Verify, fmt.Errorf("verify: %d findings; first: %s: %s check failed on %s: %s", findings, f.Partition, f.Check, f.Object, f.Detail), exitcode.FindingHint(findingScopes(reps)...))
 	case exitcode.Blocked:

@@ -22,7 +22,6 @@ import (
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/stream"
-	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
 // ErrBlocked is returned for a partition whose compacted coverage is
@@ -115,7 +114,7 @@ func Freeze(ctx context.Context, st store.Store, b *layout.Binding, nowMs int64)
 	if err := b.CheckNotBlocked(); err != nil {
 		return nil, "", fmt.Errorf("compact: %w", err)
 	}
-	res, err := recovery.Replay(ctx, st, b, recovery.Options{})
+	res, err := recovery.Replay(ctx, st, b, recovery.Options{RequireHealthy: true})
 	if err != nil {
 		return nil, "", fmt.Errorf("compact %s: %w", b.Name(), err)
 	}
@@ -127,7 +126,7 @@ func Freeze(ctx context.Context, st store.Store, b *layout.Binding, nowMs int64)
 		p.Params.PrevSetID = b.Coverage.SetID
 		p.PrevEnd = max(b.Coverage.End, p.Base)
 		for _, m := range b.Coverage.Members {
-			g, sum, err := verify.LoadGeneration(ctx, st, b.StreamID, m.Gen)
+			g, sum, err := layout.LoadGeneration(ctx, st, b.StreamID, m.Gen)
 			if err != nil {
 				return nil, "", fmt.Errorf("compact %s: previous set member %d: %w", b.Name(), m.Gen, err)
 			}
@@ -144,7 +143,7 @@ func Freeze(ctx context.Context, st store.Store, b *layout.Binding, nowMs int64)
 	}
 	var committed []source
 	for _, n := range gens {
-		g, sum, err := verify.LoadGeneration(ctx, st, b.StreamID, n)
+		g, sum, err := layout.LoadGeneration(ctx, st, b.StreamID, n)
 		if err != nil {
 			return nil, "", err
 		}
@@ -374,7 +373,7 @@ func publish(ctx context.Context, st store.Store, g *layout.Generation) (int64, 
 		newestSource = max(newestSource, s.Gen)
 	}
 	for i := len(gens) - 1; i >= 0 && gens[i] > newestSource; i-- {
-		old, sum, err := verify.LoadGeneration(ctx, st, g.StreamID, gens[i])
+		old, sum, err := layout.LoadGeneration(ctx, st, g.StreamID, gens[i])
 		if err != nil {
 			return 0, "", err
 		}
@@ -519,8 +518,5 @@ func (e *emitter) flush(end int64) error {
 	return nil
 }
 
-// CompactedKey is where an NTC2 object lives: content-addressed, so a rerun
-// that produces the same bytes writes the same key.
-func CompactedKey(sid, sha256 string) string {
-	return layout.StreamPrefix(sid) + "compacted/" + sha256 + ".ntc2"
-}
+// CompactedKey is where an NTC2 object lives (layout.CompactedKey).
+func CompactedKey(sid, sha256 string) string { return layout.CompactedKey(sid, sha256) }

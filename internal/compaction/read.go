@@ -12,7 +12,6 @@ import (
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/stream"
-	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
 // ErrViewCorrupt marks a compacted view of ACTIVE coverage whose member
@@ -22,8 +21,15 @@ var ErrViewCorrupt = fmt.Errorf("compacted view is corrupt or incomplete: %w", n
 
 // Record is one record a READ_COMMITTED fetch returns.
 type Record struct {
-	Offset          int64                `json:"offset"`
-	Timestamp       int64                `json:"timestamp"`
+	Offset    int64 `json:"offset"`
+	Timestamp int64 `json:"timestamp"`
+	// TimestampType is the record's batch's timestamp type, kept through
+	// compaction (MemoryRecords.filterTo rewrites retained records under
+	// the original batch's timestampType and, for LOG_APPEND_TIME, with
+	// the original batch's maxTimestamp as the log append time); under
+	// LogAppendTime Timestamp is that batch's MaxTimestamp
+	// (DefaultRecordBatch hands every record the batch's maxTimestamp).
+	TimestampType   kafka.TimestampType  `json:"-"`
 	Key             []byte               `json:"key"`
 	Value           []byte               `json:"value"`
 	Headers         []kafka.RecordHeader `json:"headers,omitempty"`
@@ -58,6 +64,11 @@ func Read(ctx context.Context, st store.Store, b *layout.Binding, from int64, fn
 	res, err := recovery.Replay(ctx, st, b, recovery.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", b.Name(), err)
+	}
+	if res.Health.Blocked {
+		// Mandatory coverage is missing (or quarantined): COMMITTED data
+		// compaction superseded must never be served.
+		return nil, fmt.Errorf("read %s: %w: %s", b.Name(), layout.ErrBlocked, res.Health.BlockedReason)
 	}
 	info := &ReadInfo{LogStart: res.State.LogStart, HW: res.State.HW(), LSO: res.State.LSO(), Coverage: b.Coverage.State, CompactedEnd: -1}
 	at := max(from, info.LogStart)
@@ -108,7 +119,7 @@ func Read(ctx context.Context, st store.Store, b *layout.Binding, from int64, fn
 				if r.Offset < at || r.Offset >= info.LSO {
 					continue
 				}
-				if err := fn(Record{Offset: r.Offset, Timestamp: r.Timestamp, Key: r.Key, Value: r.Value, Headers: r.Headers, DeleteHorizonMs: h.DeleteHorizonMs(), Sequence: h.RecordSequence(r.OffsetDelta)}); err != nil {
+				if err := fn(Record{Offset: r.Offset, Timestamp: r.Timestamp, TimestampType: h.TimestampType(), Key: r.Key, Value: r.Value, Headers: r.Headers, DeleteHorizonMs: h.DeleteHorizonMs(), Sequence: h.RecordSequence(r.OffsetDelta)}); err != nil {
 					return err
 				}
 			}
@@ -126,9 +137,9 @@ func readView(ctx context.Context, st store.Store, b *layout.Binding, at int64, 
 	members := append([]layout.SetMember(nil), b.Coverage.Members...)
 	var gens []*layout.Generation
 	for _, m := range members {
-		g, sum, err := verify.LoadGeneration(ctx, st, b.StreamID, m.Gen)
+		g, sum, err := layout.LoadGeneration(ctx, st, b.StreamID, m.Gen)
 		if err != nil {
-			if verify.IsMalformed(err) || errors.Is(err, store.ErrNotFound) {
+			if layout.IsCorrupt(err) || errors.Is(err, store.ErrNotFound) {
 				err = fmt.Errorf("%w: %w", ErrViewCorrupt, err)
 			}
 			return fmt.Errorf("read %s: compacted generation %d: %w (coverage is ACTIVE; run 'nereusctl verify %s')", b.Name(), m.Gen, err, b.Name())
@@ -164,7 +175,7 @@ func readView(ctx context.Context, st store.Store, b *layout.Binding, at int64, 
 				if row.Offset < at || row.Offset >= b.Coverage.End {
 					return nil
 				}
-				return fn(Record{Offset: row.Offset, Timestamp: row.Timestamp, Key: row.Key, Value: row.Value, Headers: row.Headers, FromView: true, DeleteHorizonMs: row.DeleteHorizonMs, Sequence: -1})
+				return fn(Record{Offset: row.Offset, Timestamp: row.Timestamp, TimestampType: row.TimestampType, Key: row.Key, Value: row.Value, Headers: row.Headers, FromView: true, DeleteHorizonMs: row.DeleteHorizonMs, Sequence: -1})
 			})
 			if err != nil {
 				return err

@@ -10,7 +10,6 @@ import (
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/ntc2"
 	"github.com/nereusctl/nereusctl/internal/store"
-	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
 // ErrEncoderMismatch: the generation was written by another NTC2 encoder
@@ -65,7 +64,7 @@ func Regenerate(ctx context.Context, st store.Store, g *layout.Generation, maxMe
 	p := &Plan{StreamID: g.StreamID, Base: g.Base, End: g.End, PrevEnd: g.Compaction.PrevEnd, Params: *g.Compaction, Sources: g.Sources, LogStart: g.Compaction.LogStart}
 	p.aborts = newAbortIndex(g.Compaction.Aborted)
 	for _, s := range g.Sources {
-		sg, sum, err := verify.LoadGeneration(ctx, st, g.StreamID, s.Gen)
+		sg, sum, err := layout.LoadGeneration(ctx, st, g.StreamID, s.Gen)
 		if err != nil {
 			return fmt.Errorf("regenerate generation %d: source generation %d: %w", g.Gen, s.Gen, err)
 		}

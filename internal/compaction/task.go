@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/nereusctl/nereusctl/internal/kafka"
@@ -29,12 +30,11 @@ func (t *Task) Validate() error {
 	return nil
 }
 
-func taskKey(sid string) string { return TaskPrefix(sid) + "task.json" }
+func taskKey(sid string) string { return layout.CompactionTaskKey(sid) }
 
 // TaskPrefix is where the compaction task of stream sid lives
-// (tasks/compact-<sid>/): gc collects it with the stream's partition,
-// under its lease, never from under a running compaction.
-func TaskPrefix(sid string) string { return layout.TaskPrefix("compact-" + sid) }
+// (layout.CompactionTaskPrefix).
+func TaskPrefix(sid string) string { return layout.CompactionTaskPrefix(sid) }
 
 func loadTask(ctx context.Context, st store.Store, sid string) (*Task, string, error) {
 	var t Task
@@ -82,11 +82,6 @@ func segmentTime(g *layout.Generation) int64 {
 	}
 	return g.CreatedMs
 }
-
-// MinCleanableDirtyRatio is Kafka's default min.cleanable.dirty.ratio
-// (LogConfig, 0.5). The binding's config snapshot does not carry the key,
-// so the due decision uses the default.
-const MinCleanableDirtyRatio = 0.5
 
 // Due is whether Kafka's log cleaner would pick the partition now, and
 // why: LogCleanerManager.grabFilthiestCompactedLog keeps a log when
@@ -136,7 +131,12 @@ func firstBatchTimestamp(ctx context.Context, st store.Store, g *layout.Generati
 // due decides Due for a frozen plan (uncleanable is Freeze's reason for
 // stopping, "" when it did not stop early).
 func (p *Plan) due(ctx context.Context, st store.Store, cfg layout.TopicConfig, nowMs int64, uncleanable string) (*Due, error) {
-	d := &Due{MinCleanableDirtyRatio: MinCleanableDirtyRatio, MinCompactionLagMs: cfg.MinCompactionLagMs, MaxCompactionLagMs: cfg.MaxCompactionLagMs}
+	// The topic's min.cleanable.dirty.ratio (Kafka's default 0.5 when the
+	// binding's snapshot has none): LogCleanerManager compares
+	// ltc.cleanableRatio with ltc.log.config.minCleanableRatio.
+	minRatio := cfg.CleanableRatio()
+	minText := strconv.FormatFloat(minRatio, 'f', -1, 64)
+	d := &Due{MinCleanableDirtyRatio: minRatio, MinCompactionLagMs: cfg.MinCompactionLagMs, MaxCompactionLagMs: cfg.MaxCompactionLagMs}
 	for _, s := range p.prev {
 		for _, o := range s.gen.Objects {
 			d.CleanBytes += o.Size
@@ -177,14 +177,14 @@ func (p *Plan) due(ctx context.Context, st store.Store, cfg layout.TopicConfig, 
 	switch {
 	case d.MaxCompactionDelayMs > 0 && d.CleanableBytes > 0:
 		d.Due = true
-		d.Reason = fmt.Sprintf("due: %s (LogCleanerManager needCompactionNow), %s vs min.cleanable.dirty.ratio %.2f", lag, ratio, MinCleanableDirtyRatio)
-	case d.DirtyRatio > MinCleanableDirtyRatio:
+		d.Reason = fmt.Sprintf("due: %s (LogCleanerManager needCompactionNow), %s vs min.cleanable.dirty.ratio %s", lag, ratio, minText)
+	case d.DirtyRatio > minRatio:
 		d.Due = true
-		d.Reason = fmt.Sprintf("due: %s > min.cleanable.dirty.ratio %.2f; %s", ratio, MinCleanableDirtyRatio, lag)
+		d.Reason = fmt.Sprintf("due: %s > min.cleanable.dirty.ratio %s; %s", ratio, minText, lag)
 	case d.CleanableBytes == 0:
 		d.Reason = fmt.Sprintf("not due: nothing cleanable, %s; %s", ratio, lag)
 	default:
-		d.Reason = fmt.Sprintf("not due: %s <= min.cleanable.dirty.ratio %.2f and %s", ratio, MinCleanableDirtyRatio, lag)
+		d.Reason = fmt.Sprintf("not due: %s <= min.cleanable.dirty.ratio %s and %s", ratio, minText, lag)
 	}
 	if uncleanable != "" {
 		d.Reason += "; the cleanable range stops: " + uncleanable

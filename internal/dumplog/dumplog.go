@@ -65,6 +65,9 @@ type Options struct {
 	// PrintData adds each record's key and value as text to its line
 	// (kafka-dump-log's --print-data-log; needs Deep).
 	PrintData bool
+	// ShowObjects adds " object: KEY" (the stream object holding the
+	// batch) to each batch line's text, after kafka-dump-log's fields.
+	ShowObjects bool
 }
 
 // ErrInvalid reports that the dump met batches that failed their CRC or
@@ -90,7 +93,8 @@ type Summary struct {
 	Limited bool `json:"limited"`
 }
 
-// Line is one line of dump output: a *BatchLine or a *RecordLine. Text and
+// Line is one line of dump output: a *SegmentLine, a *BatchLine or a
+// *RecordLine. Text and
 // AppendLine give the kafka-dump-log form (AppendLine without allocating);
 // the JSON form is the struct itself. Run reuses its lines: a Line is only
 // valid during the emit call it was passed to.
@@ -147,6 +151,8 @@ type dumper struct {
 	bl    BatchLine
 	valid bool
 	rl    RecordLine
+	sl    SegmentLine
+	seg   *Segment // the segment of the last batch shown
 }
 
 func (d *dumper) full() bool {
@@ -166,8 +172,17 @@ func (d *dumper) batch(b Batch) error {
 	if d.full() {
 		return errStop
 	}
+	if b.Segment != nil && b.Segment != d.seg {
+		// kafka-dump-log opens each .log file with these two lines.
+		d.seg = b.Segment
+		d.sl = SegmentLine{Type: "segment", File: b.Segment.File(), Base: b.Segment.Base}
+		if err := d.emit(&d.sl); err != nil {
+			return err
+		}
+	}
 	line := &d.bl
 	fillBatchLine(line, b)
+	line.showObject = d.opt.ShowObjects
 	var decoded *kafka.Batch
 	if d.opt.Deep || d.opt.VerifyCRC {
 		crcErr := kafka.VerifyCRC(b.Raw)
@@ -262,7 +277,7 @@ func controlInfo(r *kafka.Record) *ControlInfo {
 	if err != nil {
 		return &ControlInfo{Type: "INVALID", Error: err.Error()}
 	}
-	ci := &ControlInfo{Type: t.String()}
+	ci := &ControlInfo{Type: t.String(), TypeID: int16(t)}
 	if t.IsTxnMarker() {
 		m, err := kafka.ParseEndTxnMarker(r.Value)
 		if err != nil {
@@ -300,7 +315,15 @@ type BatchLine struct {
 	PartitionLeaderEpoch int32 `json:"partition_leader_epoch"`
 	// DeleteHorizonMs is null unless the log cleaner set one (attribute bit 6).
 	DeleteHorizonMs *int64 `json:"delete_horizon_ms"`
-	Position        int64  `json:"position"`
+	// Position is the batch's byte position within Object (the JSON
+	// key's meaning since schema version 1); the text's "position:" is
+	// SegmentPosition, kafka-dump-log's, when known.
+	Position int64 `json:"position"`
+	// SegmentBase and SegmentPosition are the batch's virtual segment
+	// (its .log file's base offset) and its byte position within it, as
+	// kafka-dump-log prints it; null when the source does not know them.
+	SegmentBase     *int64 `json:"segment_base"`
+	SegmentPosition *int64 `json:"segment_position"`
 	TimestampType   string `json:"timestamp_type"`
 	BaseTimestamp   int64  `json:"base_timestamp"`
 	MaxTimestamp    int64  `json:"max_timestamp"`
@@ -314,7 +337,8 @@ type BatchLine struct {
 	// not be decoded (Deep).
 	Error string `json:"error,omitempty"`
 
-	horizon int64
+	horizon, segBase, segPos int64
+	showObject               bool
 }
 
 func fillBatchLine(l *BatchLine, b Batch) {
@@ -345,13 +369,20 @@ func fillBatchLine(l *BatchLine, b Batch) {
 		l.horizon = h.DeleteHorizonMs()
 		l.DeleteHorizonMs = &l.horizon
 	}
+	if b.Segment != nil {
+		l.segBase, l.segPos = b.Segment.Base, b.SegmentPos
+		l.SegmentBase, l.SegmentPosition = &l.segBase, &l.segPos
+	}
 }
 
-// Text is kafka-dump-log's batch line followed by "object: KEY":
+// Text is kafka-dump-log's batch line (DumpLogSegments.printBatchLevel),
+// with position the byte position in the virtual segment:
 //
-//	baseOffset: 0 lastOffset: 2 count: 3 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 partitionLeaderEpoch: 0 isTransactional: false isControl: false deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 1620000000000 size: 120 magic: 2 compresscodec: none crc: 123 isvalid: true object: streams/…
+//	baseOffset: 0 lastOffset: 2 count: 3 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 partitionLeaderEpoch: 0 isTransactional: false isControl: false deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 1620000000000 size: 120 magic: 2 compresscodec: none crc: 123 isvalid: true
 //
-// isvalid is "unchecked" when the CRC was not verified.
+// isvalid is "unchecked" when the CRC was not verified. nereusctl's extras
+// follow Kafka's fields: " object: KEY" with ShowObjects, " error: …" for
+// an invalid batch.
 func (l *BatchLine) Text() string { return string(l.AppendLine(make([]byte, 0, 400+len(l.Object)))) }
 
 // AppendLine appends Text's line to b.
@@ -385,7 +416,11 @@ func (l *BatchLine) AppendLine(b []byte) []byte {
 		b = append(b, ']')
 	}
 	b = append(b, " position: "...)
-	b = strconv.AppendInt(b, l.Position, 10)
+	if l.SegmentPosition != nil {
+		b = strconv.AppendInt(b, *l.SegmentPosition, 10)
+	} else {
+		b = strconv.AppendInt(b, l.Position, 10)
+	}
 	b = append(b, ' ')
 	b = append(b, l.TimestampType...)
 	b = append(b, ": "...)
@@ -404,13 +439,40 @@ func (l *BatchLine) AppendLine(b []byte) []byte {
 	} else {
 		b = strconv.AppendBool(b, *l.Valid)
 	}
-	b = append(b, " object: "...)
-	b = append(b, l.Object...)
+	if l.showObject {
+		b = append(b, " object: "...)
+		b = append(b, l.Object...)
+	}
 	if l.Error != "" {
 		b = append(b, " error: "...)
 		b = append(b, l.Error...)
 	}
 	return b
+}
+
+// SegmentLine opens the batches of one virtual segment as kafka-dump-log
+// opens each .log file (DumpLogSegments.main and dumpLog):
+//
+//	Dumping orders-0/00000000000000000000.log
+//	Log starting offset: 0
+//
+// It is text only: the JSON stream has no segment line (each batch line
+// carries segment_base and segment_position instead).
+type SegmentLine struct {
+	Type string `json:"type"` // "segment"
+	File string `json:"file"` // TOPIC-PARTITION/<base, 20 digits>.log
+	Base int64  `json:"base"`
+}
+
+// Text is the two lines, joined by a newline.
+func (l *SegmentLine) Text() string { return string(l.AppendLine(nil)) }
+
+// AppendLine appends Text's lines to b.
+func (l *SegmentLine) AppendLine(b []byte) []byte {
+	b = append(b, "Dumping "...)
+	b = append(b, l.File...)
+	b = append(b, "\nLog starting offset: "...)
+	return strconv.AppendInt(b, l.Base, 10)
 }
 
 // Header is one record header.
@@ -423,6 +485,7 @@ type Header struct {
 // ABORT markers the coordinator epoch.
 type ControlInfo struct {
 	Type             string `json:"type"`
+	TypeID           int16  `json:"-"`
 	CoordinatorEpoch *int32 `json:"coordinator_epoch,omitempty"`
 	Error            string `json:"error,omitempty"`
 }
@@ -499,8 +562,15 @@ func (l *RecordLine) AppendLine(b []byte) []byte {
 		b = append(b, " coordinatorEpoch: "...)
 		b = strconv.AppendInt(b, int64(*c.CoordinatorEpoch), 10)
 	case c != nil:
+		// Kafka: " controlType: $controlType($controlTypeId)"; an
+		// unknown type's String already reads UNKNOWN(id).
 		b = append(b, " controlType: "...)
 		b = append(b, c.Type...)
+		if kafka.ControlType(c.TypeID).Known() {
+			b = append(b, '(')
+			b = strconv.AppendInt(b, int64(c.TypeID), 10)
+			b = append(b, ')')
+		}
 	case l.DecodeError != "":
 		b = append(b, " decodeError: "...)
 		b = append(b, l.DecodeError...)

@@ -79,7 +79,21 @@ func testStream(t testing.TB, st store.Store) *layout.Binding {
 	return &layout.Binding{Topic: "t", Partition: 0, StreamID: sid, Config: cfg, Coverage: layout.Coverage{State: layout.CoverageNone}, Version: 1}
 }
 
+// dump runs a dump and returns its batch and record lines (dumpAll: the
+// segment lines too).
 func dump(t testing.TB, src Source, opt Options) ([]Line, *Summary, error) {
+	t.Helper()
+	all, sum, err := dumpAll(t, src, opt)
+	var lines []Line
+	for _, l := range all {
+		if _, ok := l.(*SegmentLine); !ok {
+			lines = append(lines, l)
+		}
+	}
+	return lines, sum, err
+}
+
+func dumpAll(t testing.TB, src Source, opt Options) ([]Line, *Summary, error) {
 	t.Helper()
 	var lines []Line
 	sum, err := Run(context.Background(), src, opt, func(l Line) error {
@@ -102,6 +116,13 @@ func clone(l Line) Line {
 			h := *l.DeleteHorizonMs
 			c.DeleteHorizonMs = &h
 		}
+		if l.SegmentBase != nil {
+			b, p := *l.SegmentBase, *l.SegmentPosition
+			c.SegmentBase, c.SegmentPosition = &b, &p
+		}
+		return &c
+	case *SegmentLine:
+		c := *l
 		return &c
 	case *RecordLine:
 		c := *l
@@ -134,7 +155,7 @@ func open(t testing.TB, st store.Store, b *layout.Binding) Source {
 func TestDumpBatches(t *testing.T) {
 	st := store.NewMem("t")
 	b := testStream(t, st)
-	lines, sum, err := dump(t, open(t, st, b), Options{From: -1})
+	lines, sum, err := dump(t, open(t, st, b), Options{From: -1, ShowObjects: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +413,7 @@ func TestDumpOtherSource(t *testing.T) {
 		}
 		batches = append(batches, b)
 	}
-	lines, sum, err := dump(t, sliceSource{batches}, Options{From: 5, Deep: true})
+	lines, sum, err := dump(t, sliceSource{batches}, Options{From: 5, Deep: true, ShowObjects: true})
 	if err != nil || sum.Batches != 2 || sum.Records != 2 || sum.Source != "test batches" {
 		t.Fatalf("%v %+v", err, sum)
 	}

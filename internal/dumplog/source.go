@@ -8,7 +8,6 @@ import (
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/stream"
-	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
 // Batch is one stored batch as a Source hands it to the dump.
@@ -21,6 +20,27 @@ type Batch struct {
 	Object string
 	// Pos is the batch's byte position within Object.
 	Pos int64
+	// Segment is the virtual segment holding the batch (Kafka's .log file),
+	// nil when the source does not know it; SegmentPos is the batch's byte
+	// position within it, where kafka-dump-log's "position:" counts from
+	// (DumpLogSegments.dumpLog: validBytes, the bytes of the file's
+	// batches before it). A source hands the same *Segment for every batch
+	// of one segment.
+	Segment    *Segment
+	SegmentPos int64
+}
+
+// Segment names a virtual segment: the partition's directory name and the
+// segment's base offset, Kafka's .log file name.
+type Segment struct {
+	Dir  string // TOPIC-PARTITION, the broker's partition directory
+	Base int64
+}
+
+// File is the segment's .log file as the broker names it:
+// DIR/<base, 20 digits>.log (LogFileUtils.logFile).
+func (s *Segment) File() string {
+	return fmt.Sprintf("%s/%020d.log", s.Dir, s.Base)
 }
 
 // Source is where a dump reads batches from. It is the seam between "what
@@ -43,10 +63,14 @@ type Source interface {
 
 // CommittedSource reads a stream's COMMITTED data objects, header only,
 // one object at a time: the chain of objects from the object holding the
-// first wanted offset to the head (stream.Chain).
+// first wanted offset to the head (stream.Chain). It places each batch in
+// its virtual segment (segments.go): a sealed segment is a COMMITTED
+// generation's objects back to back, the open one the objects after the
+// last generation, as the broker's .log files were.
 type CommittedSource struct {
 	st   store.Store
 	sid  string
+	dir  string
 	head layout.Head
 	objs []layout.StreamObject
 
@@ -57,7 +81,7 @@ type CommittedSource struct {
 
 // OpenCommitted loads the head and the object listing of b's stream.
 func OpenCommitted(ctx context.Context, st store.Store, b *layout.Binding) (*CommittedSource, error) {
-	h, _, err := verify.LoadHead(ctx, st, b.StreamID)
+	h, _, err := layout.LoadHead(ctx, st, b.StreamID)
 	if err != nil {
 		return nil, fmt.Errorf("dump %s: read head: %w", b.Name(), err)
 	}
@@ -70,7 +94,7 @@ func OpenCommitted(ctx context.Context, st store.Store, b *layout.Binding) (*Com
 	if err != nil {
 		return nil, fmt.Errorf("dump %s: list objects: %w", b.Name(), err)
 	}
-	return &CommittedSource{st: st, sid: b.StreamID, head: *h, objs: objs}, nil
+	return &CommittedSource{st: st, sid: b.StreamID, dir: b.Name(), head: *h, objs: objs}, nil
 }
 
 // Bounds is the durable trim (the log start) and the head.
@@ -88,6 +112,10 @@ func (s *CommittedSource) Batches(ctx context.Context, from int64, fn func(Batch
 	if err != nil {
 		return fmt.Errorf("stream %s: %w", s.sid, err)
 	}
+	segs, err := s.segments(ctx, from, chain)
+	if err != nil {
+		return err
+	}
 	for _, o := range chain {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -98,11 +126,20 @@ func (s *CommittedSource) Batches(ctx context.Context, from int64, fn func(Batch
 		}
 		s.ObjectsRead++
 		s.BytesRead += int64(len(data))
+		place, placed := segs[o.Key]
 		err = stream.ScanObject(o, data, false, func(b stream.Batch) error {
+			if placed && place.first && b.Pos == 0 && place.seg.Base < 0 {
+				// The segment starts at its first batch (no recorded base).
+				place.seg.Base = b.Header.BaseOffset
+			}
 			if b.Header.LastOffset() < from {
 				return nil
 			}
-			return fn(Batch{Header: b.Header, Raw: b.Raw, Object: o.Key, Pos: b.Pos})
+			bt := Batch{Header: b.Header, Raw: b.Raw, Object: o.Key, Pos: b.Pos}
+			if placed {
+				bt.Segment, bt.SegmentPos = place.seg, place.pos+b.Pos
+			}
+			return fn(bt)
 		})
 		if err != nil {
 			return err

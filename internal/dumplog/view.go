@@ -30,7 +30,7 @@ func RunView(ctx context.Context, st store.Store, b *layout.Binding, opt Options
 		}
 		n++
 		l := &RecordLine{
-			Type: "record", Offset: r.Offset, Timestamp: r.Timestamp, TimestampType: "CreateTime",
+			Type: "record", Offset: r.Offset, Timestamp: r.Timestamp, TimestampType: r.TimestampType.String(),
 			KeySize: nullableLen(r.Key), ValueSize: nullableLen(r.Value), Sequence: r.Sequence,
 			Key: r.Key, Value: r.Value, Headers: []Header{}, Source: "committed",
 			printData: opt.PrintData,

@@ -12,13 +12,14 @@ package errkind
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 )
 
 // Kind is what a failure means to the operator.
 type Kind uint8
 
-// The kinds. Their order is their severity for a run over many
-// partitions (Worse).
+// The kinds.
 const (
 	// None: no kind is known (an I/O or internal failure).
 	None Kind = iota
@@ -89,6 +90,9 @@ func (m *marked) Error() string { return m.err.Error() }
 func (m *marked) Unwrap() error { return m.err }
 func (m *marked) Kind() Kind    { return m.kind }
 
+// OperatorHint is the hint attached to this error itself.
+func (m *marked) OperatorHint() string { return m.hint }
+
 // Mark gives err kind k, over any kind inside it; nil stays nil.
 func Mark(err error, k Kind) error {
 	if err == nil {
@@ -128,11 +132,11 @@ func Of(err error) Kind {
 		case interface{ Unwrap() error }:
 			err = u.Unwrap()
 		case interface{ Unwrap() []error }:
-			best := None
+			k := None
 			for _, inner := range u.Unwrap() {
-				best = Worse(best, Of(inner))
+				k = joined(k, Of(inner))
 			}
-			return best
+			return k
 		default:
 			return None
 		}
@@ -143,24 +147,47 @@ func Of(err error) Kind {
 // Is reports whether err is of kind k.
 func Is(err error, k Kind) bool { return Of(err) == k }
 
-// Worse is the more severe of two kinds, for a run over many partitions:
-// missing and corrupt data first, then a lost precondition and blocked,
-// refused, usage, and None last.
-func Worse(a, b Kind) Kind {
-	if b > a {
+// IsData reports whether err says stored data is wrong or missing
+// (Corrupt or Missing): what verify reports as a finding, exit 3.
+func IsData(err error) bool {
+	k := Of(err)
+	return k == Corrupt || k == Missing
+}
+
+// joined picks the kind of an error that joins several (errors.Join, or
+// fmt.Errorf with more than one %w): a partition that cannot be acted on
+// (Blocked, Conflict) names that first, then wrong or missing data, then
+// the operator's input.
+func joined(a, b Kind) Kind {
+	rank := func(k Kind) int {
+		switch k {
+		case Blocked, Conflict:
+			return 4
+		case Corrupt, Missing:
+			return 3
+		case Refused:
+			return 2
+		case Usage:
+			return 1
+		}
+		return 0
+	}
+	if rank(b) > rank(a) {
 		return b
 	}
 	return a
 }
 
 // HintOf returns the first non-empty hint attached to err, searching its
-// whole tree (an outer mark without a hint hides no inner one).
+// whole tree (an outer mark without a hint hides no inner one). Any error
+// with an OperatorHint() string method carries a hint: Mark's, and the
+// command layer's exit-code wrapper.
 func HintOf(err error) string {
 	if err == nil {
 		return ""
 	}
-	if m, ok := err.(*marked); ok && m.hint != "" {
-		return m.hint
+	if h, ok := err.(interface{ OperatorHint() string }); ok && h.OperatorHint() != "" {
+		return h.OperatorHint()
 	}
 	switch u := err.(type) {
 	case interface{ Unwrap() error }:
@@ -202,4 +229,37 @@ func FindingOf(err error) (object, check string) {
 		return f.Object, f.Check
 	}
 	return "", ""
+}
+
+// ListMax is how many items a one-line list in a message shows.
+const ListMax = 20
+
+// List joins items with sep for a one-line message, showing at most
+// ListMax of them and then "… and 249,988 more": a list of failing
+// partitions stays readable (and a 250,000-partition input does not make
+// a megabytes-long stderr line). Every message that lists partitions or
+// keys joins them here.
+func List(items []string, sep string) string {
+	if len(items) <= ListMax {
+		return strings.Join(items, sep)
+	}
+	return strings.Join(items[:ListMax], sep) + sep + "… and " + Count(len(items)-ListMax) + " more"
+}
+
+// Count writes n with thousands separators: 249,988.
+func Count(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }

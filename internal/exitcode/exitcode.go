@@ -1,21 +1,16 @@
 // Package exitcode owns nereusctl's exit codes (docs/exit-codes.md) and the
-// one mapping from errors to them. Operations return errors wrapped with a
-// Kind; cmd.Execute turns the first kind it finds into the process status.
+// one table from kinds of failure (internal/errkind) to them. It is the
+// command layer's: only package cmd imports it. Operations return errors
+// marked with a kind; cmd.Execute turns the error into the process status
+// here.
 package exitcode
 
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 
-	"github.com/nereusctl/nereusctl/internal/kafka"
-	"github.com/nereusctl/nereusctl/internal/layout"
-	"github.com/nereusctl/nereusctl/internal/nkc1"
-	"github.com/nereusctl/nereusctl/internal/ntc2"
-	"github.com/nereusctl/nereusctl/internal/state"
-	"github.com/nereusctl/nereusctl/internal/store"
-	"github.com/nereusctl/nereusctl/internal/stream"
+	"github.com/nereusctl/nereusctl/internal/errkind"
 )
 
 // Code is a process exit status.
@@ -73,6 +68,9 @@ type Err struct {
 func (e *Err) Error() string { return e.Err.Error() }
 func (e *Err) Unwrap() error { return e.Err }
 
+// OperatorHint makes the hint visible to errkind.HintOf.
+func (e *Err) OperatorHint() string { return e.Hint }
+
 // Wrap attaches a code (and hint) to err; nil stays nil.
 func Wrap(code Code, err error, hint string) error {
 	if err == nil {
@@ -91,7 +89,8 @@ func VerifyErr(err error) error { return Wrap(Verify, err, "") }
 func BlockedErr(err error, hint string) error { return Wrap(Blocked, err, hint) }
 
 // Of maps an error to its exit code: an explicit Err wins; then
-// interruption, lost preconditions and blocked coverage, corruption, and
+// interruption; then the error's kind (errkind.Of): usage and refused
+// input 2, blocked and a lost precondition 4, corrupt or missing data 3;
 // everything else is Error.
 func Of(err error) Code {
 	if err == nil {
@@ -101,80 +100,34 @@ func Of(err error) Code {
 	if errors.As(err, &e) {
 		return e.Code
 	}
-	switch {
-	case errors.Is(err, context.Canceled):
+	if errors.Is(err, context.Canceled) {
 		return Interrupted
-	case errors.Is(err, store.ErrPreconditionFailed), errors.Is(err, layout.ErrBlocked):
+	}
+	return OfKind(errkind.Of(err))
+}
+
+// OfKind is the exit code of a kind of failure: the one table.
+func OfKind(k errkind.Kind) Code {
+	switch k {
+	case errkind.Usage, errkind.Refused:
+		return Usage
+	case errkind.Blocked, errkind.Conflict:
 		return Blocked
-	case IsCorruption(err):
+	case errkind.Corrupt, errkind.Missing:
 		return Verify
 	}
 	return Error
 }
 
-// IsCorruption reports errors that mean stored bytes are wrong: a batch,
-// checkpoint, view or state encoding that fails its checks, or stream data
-// the head promises that is missing or ambiguous.
-func IsCorruption(err error) bool {
-	for _, e := range []error{kafka.ErrCorrupt, nkc1.ErrCorrupt, ntc2.ErrCorrupt, state.ErrMalformed, stream.ErrMissing, stream.ErrAmbiguous, layout.ErrCorruptDocument, layout.ErrObjectMismatch, layout.ErrInvariant} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
-}
-
-// Finding names what an error is about: the object (a store key or a
-// local file) and the check that failed, where an operation knows them.
-// Under -o json they become the error document's "object" and "check"
-// (docs/json-output.md, "Errors"). It carries no exit code of its own.
-type Finding struct {
-	Object string
-	Check  string
-	Err    error
-}
-
-func (f *Finding) Error() string { return f.Err.Error() }
-func (f *Finding) Unwrap() error { return f.Err }
-
-// About attaches the object and the check to err; nil stays nil.
-func About(err error, object, check string) error {
-	if err == nil {
-		return nil
-	}
-	return &Finding{Object: object, Check: check, Err: err}
-}
-
-// FindingOf returns the object and check of the first Finding in err.
-func FindingOf(err error) (object, check string) {
-	var f *Finding
-	if errors.As(err, &f) {
-		return f.Object, f.Check
-	}
-	return "", ""
-}
+// IsCorruption reports errors that mean stored bytes are wrong or missing
+// (errkind Corrupt or Missing): a batch, checkpoint, view, document or
+// state that fails its checks, or stream data the head promises that is
+// missing or ambiguous.
+func IsCorruption(err error) bool { return errkind.IsData(err) }
 
 // HintOf returns the first non-empty hint attached to err, searching its
-// whole tree (an outer Err that only pins a code hides no inner hint).
-func HintOf(err error) string {
-	if err == nil {
-		return ""
-	}
-	if e, ok := err.(*Err); ok && e.Hint != "" {
-		return e.Hint
-	}
-	switch u := err.(type) {
-	case interface{ Unwrap() error }:
-		return HintOf(u.Unwrap())
-	case interface{ Unwrap() []error }:
-		for _, inner := range u.Unwrap() {
-			if h := HintOf(inner); h != "" {
-				return h
-			}
-		}
-	}
-	return ""
-}
+// whole tree (errkind.HintOf: this package's Err and errkind's marks).
+func HintOf(err error) string { return errkind.HintOf(err) }
 
 // The runbooks (docs/runbooks) a hint points to, by what failed.
 const (
@@ -227,34 +180,10 @@ func scopeHint(scope string) string {
 }
 
 // ListMax is how many items a one-line list in a message shows.
-const ListMax = 20
+const ListMax = errkind.ListMax
 
-// List joins items with sep for a one-line message, showing at most
-// ListMax of them and then "… and 249,988 more": a list of failing
-// partitions stays readable (and a 250,000-partition input does not make
-// a megabytes-long stderr line). Every message that lists partitions or
-// keys joins them here.
-func List(items []string, sep string) string {
-	if len(items) <= ListMax {
-		return strings.Join(items, sep)
-	}
-	return strings.Join(items[:ListMax], sep) + sep + "… and " + Count(len(items)-ListMax) + " more"
-}
+// List joins items for a one-line message (errkind.List).
+func List(items []string, sep string) string { return errkind.List(items, sep) }
 
-// Count writes n with thousands separators: 249,988.
-func Count(n int) string {
-	s := strconv.Itoa(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
+// Count writes n with thousands separators (errkind.Count).
+func Count(n int) string { return errkind.Count(n) }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nereusctl/nereusctl/internal/errkind"
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/nkc1"
@@ -36,6 +37,14 @@ func TestOf(t *testing.T) {
 		{wrap(stream.ErrAmbiguous), Verify},
 		{UsageErr(wrap(kafka.ErrCorrupt)), Usage}, // an explicit code wins
 		{wrap(BlockedErr(errors.New("lease"), "wait")), Blocked},
+		{wrap(layout.ErrCorruptDocument), Verify},
+		{wrap(layout.ErrHeadMissing), Verify},
+		{wrap(layout.ErrHeadRollback), Verify},
+		{wrap(&stream.MissingError{Ranges: [][2]int64{{1, 2}}}), Verify},
+		{fmt.Errorf("%w: %w", layout.ErrInvariant, layout.ErrBlocked), Blocked}, // a coordinator's contradiction blocks it
+		{wrap(errkind.Markf(errkind.Refused, "internal topic")), Usage},
+		{wrap(errkind.Mark(wrap(kafka.ErrCorrupt), errkind.Blocked)), Blocked}, // the outer mark wins
+		{wrap(store.ErrNotFound), Error},
 	}
 	for _, c := range cases {
 		if got := Of(c.err); got != c.want {
@@ -51,17 +60,17 @@ func TestOf(t *testing.T) {
 // or message; the outermost Finding wins.
 func TestFinding(t *testing.T) {
 	base := VerifyErr(errors.New("sha256 mismatch"))
-	err := fmt.Errorf("verify orders-0: %w", About(base, "streams/s/objects/0-9.kb", "sha256"))
-	if obj, check := FindingOf(err); obj != "streams/s/objects/0-9.kb" || check != "sha256" {
+	err := fmt.Errorf("verify orders-0: %w", errkind.About(base, "streams/s/objects/0-9.kb", "sha256"))
+	if obj, check := errkind.FindingOf(err); obj != "streams/s/objects/0-9.kb" || check != "sha256" {
 		t.Fatalf("FindingOf = %q, %q", obj, check)
 	}
 	if Of(err) != Verify || err.Error() != "verify orders-0: sha256 mismatch" {
 		t.Fatalf("code %d, message %q", Of(err), err)
 	}
-	if obj, check := FindingOf(errors.New("plain")); obj != "" || check != "" {
+	if obj, check := errkind.FindingOf(errors.New("plain")); obj != "" || check != "" {
 		t.Fatalf("FindingOf(plain) = %q, %q", obj, check)
 	}
-	if About(nil, "x", "y") != nil {
+	if errkind.About(nil, "x", "y") != nil {
 		t.Fatal("About(nil) is not nil")
 	}
 }

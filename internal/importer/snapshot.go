@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/errkind"
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/nkc1"
@@ -151,7 +151,7 @@ func chooseSnapshot(dir string, start int64, opt Options) (*hydration, []string,
 	}
 	entries, err := kafka.ReadSnapshot(data)
 	if err != nil {
-		return nil, nil, exitcode.Wrap(exitcode.Verify, fmt.Errorf("producer snapshot %s: %w", s.path, err),
+		return nil, nil, errkind.MarkHint(fmt.Errorf("producer snapshot %s: %w", s.path, err), errkind.Corrupt,
 			"the broker would delete this snapshot and fall back to an older one; --ignore-snapshots imports without producer snapshots (producers whose batches are gone are then lost)")
 	}
 	// The import clock; a library caller with none (zero Now) expires
@@ -170,12 +170,12 @@ func chooseSnapshot(dir string, start int64, opt Options) (*hydration, []string,
 		Clock: clockText(clock), ExpirationMs: exp, Skipped: append([]string{}, skipped...)}}
 	for _, e := range entries {
 		if seen[e.ProducerID] {
-			return nil, nil, exitcode.Wrap(exitcode.Verify, fmt.Errorf("producer snapshot %s: producer %d appears twice: %w", s.path, e.ProducerID, kafka.ErrCorrupt),
+			return nil, nil, errkind.Hint(fmt.Errorf("producer snapshot %s: producer %d appears twice: %w", s.path, e.ProducerID, kafka.ErrCorrupt),
 				"--ignore-snapshots imports without producer snapshots")
 		}
 		seen[e.ProducerID] = true
 		if e.CurrentTxnFirstOffset >= 0 && (e.CurrentTxnFirstOffset > s.offset || e.LastOffset >= s.offset) {
-			return nil, nil, exitcode.Wrap(exitcode.Verify, fmt.Errorf("producer snapshot %s: producer %d's transaction at %d (last offset %d) is not below the snapshot offset %d: %w", s.path, e.ProducerID, e.CurrentTxnFirstOffset, e.LastOffset, s.offset, kafka.ErrCorrupt),
+			return nil, nil, errkind.Hint(fmt.Errorf("producer snapshot %s: producer %d's transaction at %d (last offset %d) is not below the snapshot offset %d: %w", s.path, e.ProducerID, e.CurrentTxnFirstOffset, e.LastOffset, s.offset, kafka.ErrCorrupt),
 				"--ignore-snapshots imports without producer snapshots")
 		}
 		if clock.IsProducerExpired(producerOf(e)) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/errkind"
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/store"
@@ -123,8 +123,8 @@ func TestImportCorruptSnapshot(t *testing.T) {
 	}
 	st := store.NewMem("bad")
 	_, err := Run(context.Background(), st, Options{Dir: dir, Now: now})
-	if !errors.Is(err, kafka.ErrCRC) || exitcode.Of(err) != exitcode.Verify || !strings.Contains(err.Error(), path) {
-		t.Fatalf("corrupt snapshot: %v (exit %d)", err, exitcode.Of(err))
+	if !errors.Is(err, kafka.ErrCRC) || !errkind.IsData(err) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("corrupt snapshot: %v (kind %v)", err, errkind.Of(err))
 	}
 	assertEmpty(t, st)
 }

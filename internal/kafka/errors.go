@@ -1,6 +1,10 @@
 package kafka
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/nereusctl/nereusctl/internal/errkind"
+)
 
 // Sentinel errors. Every error returned by this package wraps one of them.
 var (
@@ -16,7 +20,7 @@ var (
 	// ErrCorrupt reports bytes that cannot be what they claim to be: a bad
 	// magic, an impossible length or count, a record whose body disagrees
 	// with its length, a broken compression stream, a CRC mismatch.
-	ErrCorrupt = errors.New("corrupt")
+	ErrCorrupt = errkind.New(errkind.Corrupt, "corrupt")
 
 	// ErrCRC reports a checksum mismatch. errors.Is(err, ErrCorrupt) is
 	// also true for it.
@@ -35,6 +39,9 @@ var (
 type crcError struct{}
 
 func (crcError) Error() string { return "crc mismatch" }
+
+// Kind makes a CRC mismatch corruption for errkind.
+func (crcError) Kind() errkind.Kind { return errkind.Corrupt }
 
 // Is makes a CRC mismatch count as corruption too.
 func (crcError) Is(target error) bool { return target == ErrCorrupt }

@@ -18,6 +18,7 @@ func TestLayoutDocExamples(t *testing.T) {
 		marker string
 		fresh  func() interface{ Validate() error }
 	}{
+		{`"probed_ms"`, func() interface{ Validate() error } { return &StoreProbe{} }},
 		{`"topic_id"`, func() interface{ Validate() error } { return &Binding{} }},
 		{`"epoch"`, func() interface{ Validate() error } { return &Head{} }},
 		{`"kind"`, func() interface{ Validate() error } { return &Generation{} }},

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
+	"github.com/nereusctl/nereusctl/internal/errkind"
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
@@ -17,7 +19,7 @@ import (
 // compaction, trims) for a partition whose compacted coverage is
 // QUARANTINED: its coordinator is blocked until repair, and nothing may
 // fall back to COMMITTED data that compaction superseded.
-var ErrBlocked = errors.New("compacted coverage is quarantined: coordinator blocked")
+var ErrBlocked = errkind.New(errkind.Blocked, "compacted coverage is quarantined: coordinator blocked")
 
 // CheckNotBlocked returns ErrBlocked for a quarantined binding.
 func (b *Binding) CheckNotBlocked() error {
@@ -54,6 +56,24 @@ type TopicConfig struct {
 	DeleteRetentionMs  int64  `json:"delete.retention.ms"`
 	MinCompactionLagMs int64  `json:"min.compaction.lag.ms"`
 	MaxCompactionLagMs int64  `json:"max.compaction.lag.ms"`
+	// MinCleanableDirtyRatio is Kafka's min.cleanable.dirty.ratio (a
+	// DOUBLE in [0, 1], LogConfig), or nil for Kafka's default
+	// (DefaultMinCleanableDirtyRatio): optional, so a binding written
+	// before it existed keeps its bytes and digest. CleanableRatio reads it.
+	MinCleanableDirtyRatio *float64 `json:"min.cleanable.dirty.ratio,omitempty"`
+}
+
+// DefaultMinCleanableDirtyRatio is Kafka's default min.cleanable.dirty.ratio
+// (LogConfig / ServerLogConfigs: 0.5).
+const DefaultMinCleanableDirtyRatio = 0.5
+
+// CleanableRatio is the topic's min.cleanable.dirty.ratio: the snapshot's
+// value, or Kafka's default 0.5 when it has none.
+func (c TopicConfig) CleanableRatio() float64 {
+	if c.MinCleanableDirtyRatio == nil {
+		return DefaultMinCleanableDirtyRatio
+	}
+	return *c.MinCleanableDirtyRatio
 }
 
 // DefaultTopicConfig returns Kafka's broker defaults.
@@ -116,6 +136,9 @@ func (c TopicConfig) Validate() error {
 	}
 	if c.DeleteRetentionMs < 0 || c.MinCompactionLagMs < 0 || c.MaxCompactionLagMs < 1 {
 		return errors.New("delete.retention.ms, min.compaction.lag.ms must be >= 0 and max.compaction.lag.ms >= 1")
+	}
+	if r := c.MinCleanableDirtyRatio; r != nil && !(*r >= 0 && *r <= 1) {
+		return fmt.Errorf("min.cleanable.dirty.ratio %v: want 0..1", *r)
 	}
 	return nil
 }
@@ -537,9 +560,36 @@ func (l *Lease) Validate() error {
 	return nil
 }
 
+// getDocument reads a document's bytes, capped at MaxDocumentBytes: a
+// document over the cap is corruption (no writer makes one), reported as
+// ErrCorruptDocument like bytes that do not decode.
+func getDocument(ctx context.Context, st store.Store, key string) ([]byte, error) {
+	data, err := store.GetCapped(ctx, st, key, MaxDocumentBytes)
+	if errors.Is(err, store.ErrTooLarge) {
+		return nil, fmt.Errorf("%s: %w: %w", key, ErrCorruptDocument, err)
+	}
+	return data, err
+}
+
+// IsCorrupt reports whether err says a stored document's bytes are wrong
+// (ErrCorruptDocument): they do not decode or validate, name another
+// document, or exceed the size cap. A missing key, an I/O failure or a
+// legacy document without a digest is not.
+func IsCorrupt(err error) bool { return errors.Is(err, ErrCorruptDocument) }
+
+// ErrHeadRollback marks a stream head below what the stream holds (objects,
+// generations or checkpoints above it): the head was rolled back, and
+// what lies above it is data, not garbage. It is corruption.
+var ErrHeadRollback = errkind.New(errkind.Corrupt, "stream head is below data the stream holds")
+
+// ErrHeadMissing marks a stream head that is missing while a binding names
+// its stream: the stream's bounds are lost, which is missing data (exit 3
+// in every command). errors.Is(err, store.ErrNotFound) holds for it too.
+var ErrHeadMissing = errkind.New(errkind.Missing, "stream head is missing")
+
 // Load reads and decodes a document, returning its ETag for a later CAS.
 func Load(ctx context.Context, st store.Store, key string, v interface{ Validate() error }) (etag string, err error) {
-	data, err := store.GetCapped(ctx, st, key, MaxDocumentBytes)
+	data, err := getDocument(ctx, st, key)
 	if err != nil {
 		return "", err
 	}
@@ -593,20 +643,15 @@ func LoadBinding(ctx context.Context, st store.Store, topic string, partition in
 }
 
 // ListBindings lists every binding key and parses topic and partition.
+// A key under bindings/ that is no binding's (a README, an editor's temp
+// file) is left out: ListStoreKeys names it as a stray key, a finding of
+// verify and status, and no fleet command stops at it.
 func ListBindings(ctx context.Context, st store.Store) ([]TopicPartition, error) {
 	infos, err := st.List(ctx, BindingsPrefix)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]TopicPartition, 0, len(infos))
-	for _, in := range infos {
-		t, p, err := ParseBindingKey(in.Key)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, TopicPartition{Topic: t, Partition: p})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Less(out[j]) })
+	out, _ := SplitBindings(infos)
 	return out, nil
 }
 
@@ -637,6 +682,9 @@ func LoadHead(ctx context.Context, st store.Store, sid string) (*Head, string, e
 	var h Head
 	key := HeadKey(sid)
 	etag, err := Load(ctx, st, key, &h)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, "", fmt.Errorf("%s: %w: %w", key, ErrHeadMissing, err)
+	}
 	if err != nil {
 		return nil, "", err
 	}
@@ -650,7 +698,7 @@ func LoadHead(ctx context.Context, st store.Store, sid string) (*Head, string, e
 // of its bytes (the digest sources and sets refer to).
 func LoadGeneration(ctx context.Context, st store.Store, sid string, gen int64) (*Generation, string, error) {
 	key := GenerationKey(sid, gen)
-	data, err := store.GetCapped(ctx, st, key, MaxDocumentBytes)
+	data, err := getDocument(ctx, st, key)
 	if err != nil {
 		return nil, "", err
 	}
@@ -695,6 +743,8 @@ type StreamObject struct {
 	End  int64
 	Size int64
 	ETag string
+	// Modified is the listing's modification time (zero when it has none).
+	Modified time.Time
 }
 
 // ListObjects lists a stream's data objects in offset order.
@@ -714,7 +764,7 @@ func AppendStreamObjects(out []StreamObject, infos []store.ObjectInfo) ([]Stream
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, StreamObject{Key: in.Key, Base: base, End: end, Size: in.Size, ETag: in.ETag})
+		out = append(out, StreamObject{Key: in.Key, Base: base, End: end, Size: in.Size, ETag: in.ETag, Modified: in.Modified})
 	}
 	return out, nil
 }

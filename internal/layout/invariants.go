@@ -1,10 +1,11 @@
 package layout
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/nereusctl/nereusctl/internal/errkind"
 )
 
 // ErrInvariant: documents that are each valid contradict one another
@@ -12,7 +13,7 @@ import (
 // for a coordinator topic (__consumer_offsets, __transaction_state) the
 // error also wraps ErrBlocked (exit 4): its coordinator must not load state
 // from a stream whose documents disagree.
-var ErrInvariant = errors.New("documents contradict each other")
+var ErrInvariant = errkind.New(errkind.Corrupt, "documents contradict each other")
 
 // CheckpointAnchor is what one checkpoint records about its stream: the
 // anchor offset and the partition log start at the anchor (NKC1 anchor
@@ -37,14 +38,25 @@ func (g *Generation) Summary() GenerationSummary {
 	return GenerationSummary{Gen: g.Gen, Kind: g.Kind, Base: g.Base, End: g.End}
 }
 
-// isCoordinatorTopic: Kafka's internal topics whose state a coordinator loads.
-func isCoordinatorTopic(topic string) bool {
+// IsCoordinatorTopic reports Kafka's internal topics whose state a
+// coordinator loads (__consumer_offsets, __transaction_state): their
+// compacted coverage is mandatory, and retention never trims them by time
+// or size (a committed offset or a transaction's state must not expire
+// with its segment).
+func IsCoordinatorTopic(topic string) bool {
 	return topic == "__consumer_offsets" || topic == "__transaction_state"
+}
+
+// MandatoryCoverage reports a binding whose compacted coverage readers
+// depend on: a coordinator topic's, or any binding whose coverage is not
+// NONE. Its cleanup.policy must keep compact.
+func (b *Binding) MandatoryCoverage() bool {
+	return IsCoordinatorTopic(b.Topic) || b.Coverage.State != CoverageNone
 }
 
 func violation(topic, subject, format string, a ...any) error {
 	msg := fmt.Sprintf(format, a...)
-	if isCoordinatorTopic(topic) {
+	if IsCoordinatorTopic(topic) {
 		return fmt.Errorf("check %s: %w: %s (coordinator blocked): %w", subject, ErrInvariant, msg, ErrBlocked)
 	}
 	return fmt.Errorf("check %s: %w: %s", subject, ErrInvariant, msg)

@@ -24,6 +24,10 @@ const (
 	QuarantinePrefix = "quarantine/"
 	TasksPrefix      = "tasks/"
 	LeasesPrefix     = "leases/"
+	// DeletedPrefix holds the deletion records of streams whose binding
+	// was deleted on purpose (Deletion): gc collects such a stream after
+	// its grace, verify tells deletion from loss.
+	DeletedPrefix = "deleted/"
 )
 
 // offsetWidth zero-pads offsets in keys so that lexical order is offset order.
@@ -110,6 +114,38 @@ func ParseGenerationKey(key string) (int64, error) {
 	return g, nil
 }
 
+// CompactedPrefix is streams/<sid>/compacted/, where NTC2 views live.
+func CompactedPrefix(sid string) string { return StreamPrefix(sid) + "compacted/" }
+
+// CompactedKey is streams/<sid>/compacted/<sha256>.ntc2: content-addressed,
+// so a rerun that produces the same bytes writes the same key.
+func CompactedKey(sid, sha256 string) string { return CompactedPrefix(sid) + sha256 + ".ntc2" }
+
+// DeletionKey is deleted/<sid>.json, the record that stream sid's binding
+// was deleted on purpose.
+func DeletionKey(sid string) string { return DeletedPrefix + sid + ".json" }
+
+// ParseDeletionKey returns the stream id of a deletion record's key.
+func ParseDeletionKey(key string) (string, error) {
+	rest, ok := strings.CutPrefix(key, DeletedPrefix)
+	sid, ok2 := strings.CutSuffix(rest, ".json")
+	if !ok || !ok2 || validateStreamID(sid) != nil {
+		return "", fmt.Errorf("parse deletion key %q: not deleted/<stream id>.json", key)
+	}
+	return sid, nil
+}
+
+// ParseQuarantineKey returns the set id of a quarantine record's key
+// (not an archived one).
+func ParseQuarantineKey(key string) (string, error) {
+	rest, ok := strings.CutPrefix(key, QuarantinePrefix)
+	id, ok2 := strings.CutSuffix(rest, ".json")
+	if !ok || !ok2 || len(id) != 64 || !isHex(id) {
+		return "", fmt.Errorf("parse quarantine key %q: not quarantine/<set id>.json", key)
+	}
+	return id, nil
+}
+
 // CheckpointsPrefix is streams/<sid>/checkpoints/.
 func CheckpointsPrefix(sid string) string { return StreamPrefix(sid) + "checkpoints/" }
 
@@ -153,6 +189,17 @@ func LeaseKey(name string) string { return LeasesPrefix + name + ".json" }
 
 // TaskPrefix is tasks/<id>/.
 func TaskPrefix(id string) string { return TasksPrefix + id + "/" }
+
+// CompactionTaskPrefix is where the compaction task of stream sid lives
+// (tasks/compact-<sid>/): gc collects it with the stream's partition,
+// under its lease, never from under a running compaction.
+func CompactionTaskPrefix(sid string) string { return TaskPrefix("compact-" + sid) }
+
+// CompactionTaskKey is tasks/compact-<sid>/task.json, an interrupted
+// compaction's frozen inputs: while it exists, a TOPIC_COMPACTED
+// generation over NONE coverage may be that compaction's unactivated
+// output, not lost coverage.
+func CompactionTaskKey(sid string) string { return CompactionTaskPrefix(sid) + "task.json" }
 
 // RetentionTasksPrefix holds the progress of retention runs, one document
 // per selection; gc never deletes under it (a run's progress is its

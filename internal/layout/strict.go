@@ -15,13 +15,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/nereusctl/nereusctl/internal/errkind"
 )
 
 // ErrCorruptDocument: a stored JSON document is not exactly a document of
 // its kind: malformed JSON, trailing data, an unknown, duplicate or missing
 // field, a value of the wrong type, an invalid value, or a digest that does
 // not match the content. It is corruption (exit 3).
-var ErrCorruptDocument = errors.New("corrupt document")
+var ErrCorruptDocument = errkind.New(errkind.Corrupt, "corrupt document")
 
 // ErrLegacyDocument: a document that is otherwise valid carries no digest
 // field: it was written before documents carried their own digest. It is
@@ -38,7 +40,8 @@ const DigestField = "digest"
 const DigestPrefix = "sha256:"
 
 // digested marks the document kinds that carry their own digest field:
-// binding, head, generation manifest, quarantine record, lease.
+// binding, head, generation manifest, quarantine record, lease, deletion
+// record.
 type digested interface{ carriesDigest() }
 
 // legacyTolerated marks the digested kinds a document of which is still
@@ -448,7 +451,7 @@ func fieldsOf(t reflect.Type) map[string]fieldInfo {
 
 // ErrObjectMismatch: an object's bytes do not match its generation
 // manifest entry (size, crc32c or sha256). It is corruption (exit 3).
-var ErrObjectMismatch = errors.New("object bytes do not match the manifest")
+var ErrObjectMismatch = errkind.New(errkind.Corrupt, "object bytes do not match the manifest")
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/nereusctl/nereusctl/internal/container"
+	"github.com/nereusctl/nereusctl/internal/errkind"
 )
 
 // Magic opens every NKC1 checkpoint and closes it (the trailer).
@@ -127,7 +128,7 @@ var (
 	// ErrCorrupt is wrapped by every error that reports bytes that are not
 	// a valid checkpoint: bad magic, structure or bounds, a CRC-32C or
 	// SHA-256 mismatch, a root mismatch, a payload that does not decode.
-	ErrCorrupt = errors.New("corrupt checkpoint")
+	ErrCorrupt = errkind.New(errkind.Corrupt, "corrupt checkpoint")
 
 	// ErrVersion reports a format version this build does not read.
 	ErrVersion = errors.New("unknown format version")

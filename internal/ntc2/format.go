@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/nereusctl/nereusctl/internal/container"
+	"github.com/nereusctl/nereusctl/internal/errkind"
 )
 
 // Magic opens every NTC2 object and closes it (the trailer).
@@ -104,7 +105,7 @@ var (
 	// a valid NTC2 object: bad magic, structure or bounds, a CRC-32C or
 	// SHA-256 mismatch, a block that does not decompress or decode, counts
 	// or offsets that disagree with the footer or the index.
-	ErrCorrupt = errors.New("corrupt compacted view")
+	ErrCorrupt = errkind.New(errkind.Corrupt, "corrupt compacted view")
 
 	// ErrVersion reports a format version this build does not read.
 	ErrVersion = errors.New("unknown format version")

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+
 	"github.com/nereusctl/nereusctl/internal/kafka"
 )
 

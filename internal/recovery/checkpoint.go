@@ -105,7 +105,7 @@ func Create(ctx context.Context, st store.Store, b *layout.Binding, bindingETag 
 // CreateAt is Create with producer expiration at clock: the checkpoint
 // holds the state at that clock and records it (NKC1 section clock).
 func CreateAt(ctx context.Context, st store.Store, b *layout.Binding, bindingETag string, clock state.Clock, dryRun bool) (*CreateResult, error) {
-	res, err := Replay(ctx, st, b, Options{Clock: clock})
+	res, err := Replay(ctx, st, b, Options{Clock: clock, RequireHealthy: true})
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +118,7 @@ func CreateAt(ctx context.Context, st store.Store, b *layout.Binding, bindingETa
 // one whose segment bases predate the segment base rule) stops being the
 // base later checkpoints are built on. Costs a full replay.
 func CreateFullAt(ctx context.Context, st store.Store, b *layout.Binding, bindingETag string, clock state.Clock, dryRun bool) (*CreateResult, error) {
-	res, err := Replay(ctx, st, b, Options{Full: true, Clock: clock})
+	res, err := Replay(ctx, st, b, Options{Full: true, Clock: clock, RequireHealthy: true})
 	if err != nil {
 		return nil, err
 	}

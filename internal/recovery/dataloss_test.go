@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/errkind"
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
@@ -113,14 +113,14 @@ func wantMissing(t *testing.T, what string, err error, a, b, trim, head int64) {
 	if len(me.Ranges) != 1 || me.Ranges[0] != [2]int64{a, b} || me.Trim != trim || me.Head != head {
 		t.Fatalf("%s: missing %v between %d and %d, want [[%d %d]] between %d and %d", what, me.Ranges, me.Trim, me.Head, a, b, trim, head)
 	}
-	if !errors.Is(err, stream.ErrMissing) || exitcode.Of(err) != exitcode.Verify {
-		t.Fatalf("%s: exit %d, want 3: %v", what, exitcode.Of(err), err)
+	if !errors.Is(err, stream.ErrMissing) || !errkind.IsData(err) {
+		t.Fatalf("%s: kind %v, want corrupt or missing: %v", what, errkind.Of(err), err)
 	}
 	want := "missing objects for offsets [" + itoa(a) + ", " + itoa(b) + ") between the durable trim " + itoa(trim) + " and the head " + itoa(head)
 	if !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "collected") {
 		t.Fatalf("%s: message %q, want %q", what, err.Error(), want)
 	}
-	if h := exitcode.HintOf(err); !strings.Contains(h, "docs/runbooks/restore-from-replica.md") {
+	if h := errkind.HintOf(err); !strings.Contains(h, "docs/runbooks/restore-from-replica.md") {
 		t.Fatalf("%s: hint %q", what, h)
 	}
 }
@@ -276,8 +276,8 @@ func TestGCBelowTrimWithoutCheckpointIsMissing(t *testing.T) {
 	b, _ := f.binding(t)
 	for _, full := range []bool{false, true} {
 		_, err := Replay(ctx, f.st, b, Options{Full: full})
-		if !errors.Is(err, stream.ErrMissing) || exitcode.Of(err) != exitcode.Verify || !strings.Contains(err.Error(), "missing") || strings.Contains(err.Error(), "collected") {
-			t.Fatalf("full=%v: %v (exit %d)", full, err, exitcode.Of(err))
+		if !errors.Is(err, stream.ErrMissing) || !errkind.IsData(err) || !strings.Contains(err.Error(), "missing") || strings.Contains(err.Error(), "collected") {
+			t.Fatalf("full=%v: %v (kind %v)", full, err, errkind.Of(err))
 		}
 	}
 }
@@ -325,8 +325,8 @@ func TestCRCFlipInSealedTailObjectRefused(t *testing.T) {
 	before := storeKeys(t, f.st)
 	cp, full, create := allPaths(t, f)
 	for what, err := range map[string]error{"replay": cp, "full replay": full, "checkpoint create": create} {
-		if !errors.Is(err, kafka.ErrCRC) || exitcode.Of(err) != exitcode.Verify {
-			t.Fatalf("%s: %v (exit %d), want a CRC mismatch, exit 3", what, err, exitcode.Of(err))
+		if !errors.Is(err, kafka.ErrCRC) || !errkind.IsData(err) {
+			t.Fatalf("%s: %v (kind %v), want a CRC mismatch, exit 3", what, err, errkind.Of(err))
 		}
 		msg := err.Error()
 		for _, want := range []string{key, "batch at offset " + itoa(off), "batch CRC"} {
@@ -384,8 +384,8 @@ func TestManifestMismatchRefused(t *testing.T) {
 				want = "bytes, its COMMITTED manifest"
 			}
 			for what, err := range map[string]error{"replay": cp, "full replay": full, "checkpoint create": create} {
-				if !errors.Is(err, kafka.ErrCorrupt) || exitcode.Of(err) != exitcode.Verify || !strings.Contains(err.Error(), o.Key) || !strings.Contains(err.Error(), want) {
-					t.Fatalf("%s: %v (exit %d)", what, err, exitcode.Of(err))
+				if !errors.Is(err, kafka.ErrCorrupt) || !errkind.IsData(err) || !strings.Contains(err.Error(), o.Key) || !strings.Contains(err.Error(), want) {
+					t.Fatalf("%s: %v (kind %v)", what, err, errkind.Of(err))
 				}
 			}
 			sameKeys(t, before, storeKeys(t, f.st))
@@ -410,8 +410,8 @@ func TestTruncatedBatchIsCorruption(t *testing.T) {
 	}
 	b, _ := f.binding(t)
 	_, err := Replay(ctx, f.st, b, Options{Full: true})
-	if !errors.Is(err, kafka.ErrCorrupt) || exitcode.Of(err) != exitcode.Verify || !strings.Contains(err.Error(), o.Key) {
-		t.Fatalf("%v (exit %d), want corruption naming %s", err, exitcode.Of(err), o.Key)
+	if !errors.Is(err, kafka.ErrCorrupt) || !errkind.IsData(err) || !strings.Contains(err.Error(), o.Key) {
+		t.Fatalf("%v (kind %v), want corruption naming %s", err, errkind.Of(err), o.Key)
 	}
 }
 
@@ -427,7 +427,7 @@ func TestOpenWriterRefusesCorruptOpenSegment(t *testing.T) {
 	objs := f.objects(t)
 	off := flipProducerEpoch(t, f, objs[len(objs)-1].Key)
 	_, err := stream.OpenWriter(ctx, f.st, f.b.StreamID, f.b.Config)
-	if !errors.Is(err, kafka.ErrCRC) || exitcode.Of(err) != exitcode.Verify || !strings.Contains(err.Error(), "batch at offset "+itoa(off)) {
+	if !errors.Is(err, kafka.ErrCRC) || !errkind.IsData(err) || !strings.Contains(err.Error(), "batch at offset "+itoa(off)) {
 		t.Fatalf("open writer over a corrupt open segment: %v", err)
 	}
 }

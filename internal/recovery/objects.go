@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 
 	"github.com/nereusctl/nereusctl/internal/fleet"
+	"github.com/nereusctl/nereusctl/internal/health"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
@@ -23,9 +25,40 @@ type Objects struct {
 	ok    bool
 
 	// The stream's checkpoint and generation listings, once listed (or
-	// taken from Prefetch's one page).
-	ckpts, gens     []store.ObjectInfo
-	ckptsOK, gensOK bool
+	// taken from Prefetch's one page), and its compacted views (only from
+	// the page).
+	ckpts, gens, compacted   []store.ObjectInfo
+	ckptsOK, gensOK, viewsOK bool
+
+	// manifests are the generation manifests the replay read, for the
+	// health check (which reads the rest).
+	mu        sync.Mutex
+	manifests map[int64]health.Manifest
+}
+
+// Compacted returns the compacted/ listing when the one-page listing
+// holds it (health.Lister).
+func (o *Objects) Compacted() ([]store.ObjectInfo, bool) { return o.compacted, o.viewsOK }
+
+// ListedFrom is the offset the object listing starts at (-1: the whole
+// stream); valid once a listing was taken.
+func (o *Objects) ListedFrom() int64 { return o.start }
+
+// noteManifest keeps a manifest the replay read.
+func (o *Objects) noteManifest(m health.Manifest) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.manifests == nil {
+		o.manifests = map[int64]health.Manifest{}
+	}
+	o.manifests[m.Gen] = m
+}
+
+// readManifests are the manifests the replay read.
+func (o *Objects) readManifests() map[int64]health.Manifest {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.manifests
 }
 
 // Prefetch lists the whole stream (checkpoints, generations, head and
@@ -45,7 +78,8 @@ func (o *Objects) Prefetch() error {
 		return nil
 	}
 	o.ckpts, o.gens = l.Under(layout.CheckpointsPrefix(o.sid)), l.Under(layout.GenerationsPrefix(o.sid))
-	o.ckptsOK, o.gensOK = true, true
+	o.compacted = l.Under(layout.CompactedPrefix(o.sid))
+	o.ckptsOK, o.gensOK, o.viewsOK = true, true, true
 	// A key under objects/ that is no object's name leaves the object
 	// listing to All and From, which report it as they always have.
 	if objs, err := l.Objects(); err == nil {
@@ -68,9 +102,16 @@ func (o *Objects) Checkpoints() ([]store.ObjectInfo, error) {
 
 // GenerationsAfter returns the generation manifests whose keys sort after
 // after ("" : all), from the prefetched page when there is one.
+//
+// The whole generations/ listing is taken once and kept: the health check
+// needs every generation, the tail only those after its checkpoint's.
 func (o *Objects) GenerationsAfter(after string) ([]store.ObjectInfo, error) {
 	if !o.gensOK {
-		return o.st.ListAfter(o.ctx, layout.GenerationsPrefix(o.sid), after)
+		infos, err := o.st.List(o.ctx, layout.GenerationsPrefix(o.sid))
+		if err != nil {
+			return nil, err
+		}
+		o.gens, o.gensOK = infos, true
 	}
 	i := sort.Search(len(o.gens), func(i int) bool { return o.gens[i].Key > after })
 	return o.gens[i:], nil

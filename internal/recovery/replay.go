@@ -18,8 +18,9 @@ import (
 	"sort"
 	"time"
 
-	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/errkind"
 	"github.com/nereusctl/nereusctl/internal/fleet"
+	"github.com/nereusctl/nereusctl/internal/health"
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/nkc1"
@@ -112,6 +113,10 @@ type Result struct {
 	// Expired lists the producers this replay dropped by expiration, at
 	// the checkpoint's load and at the end, ascending.
 	Expired []int64
+	// Health is the partition's health (internal/health) from what this
+	// replay read and the manifests it did not: every reader reports it,
+	// every mutating operation refuses a partition it does not pass.
+	Health *health.Report
 }
 
 // Options steer a replay.
@@ -136,6 +141,11 @@ type Options struct {
 	// the checkpoint path did: both sides then apply the same clocks at
 	// the same offsets and their digests compare like for like.
 	AsOfCheckpoint *CheckpointClock
+	// RequireHealthy makes an unhealthy partition (Result.Health) an
+	// error (a *health.Error: corrupt or missing data, or blocked): what
+	// every mutating operation replays with, so that nothing is written
+	// over a partition verify would fail.
+	RequireHealthy bool
 	// Log receives the replay's fallbacks at info level: a checkpoint
 	// skipped and why, a full replay because none could be used, a full
 	// replay that starts from the retention floor. nil logs nothing.
@@ -276,7 +286,7 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 				res.Floor = res.Chosen != nil
 			}
 			if part == nil {
-				return nil, exitcode.Wrap(exitcode.Verify, fmt.Errorf("replay %s: %w: the objects for offsets [%d, %d), below the durable trim %d, are missing and no valid checkpoint holds the state they carried", b.Name(), stream.ErrMissing, h.Start, first, h.Trim),
+				return nil, errkind.Hint(fmt.Errorf("replay %s: %w: the objects for offsets [%d, %d), below the durable trim %d, are missing and no valid checkpoint holds the state they carried", b.Name(), stream.ErrMissing, h.Start, first, h.Trim),
 					"restore a checkpoint anchored at or above the trim, or the missing objects, from a replica (docs/runbooks/restore-from-replica.md)")
 			}
 		} else {
@@ -362,12 +372,46 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 			delete(res.Sources, gen)
 		}
 	}
-	// 7. Report.
+	// 7. Report, with the partition's health.
 	res.State = part
 	res.logFallbacks(opt.Log, opt.Full)
+	rep, _, err := health.Gather(ctx, st, b, health.Prior{Head: h, Lister: lister, ObjectsFrom: lister.ListedFrom(), Manifests: lister.readManifests(), Skipped: skippedCheckpoints(res.Candidates, b, h)})
+	if err != nil {
+		return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
+	}
+	res.Health = rep
+	if opt.RequireHealthy {
+		if err := rep.Err(); err != nil {
+			return res, err
+		}
+	}
 	// The state digest is computed when asked for (replay, compare,
 	// checkpoint create): status, trims and compaction do not need it.
 	return res, nil
+}
+
+// skippedCheckpoints are the candidates replay skipped because their
+// bytes are wrong (health.SkippedCheckpoint.Damaged): corrupt, failing
+// their object check or their binding reference, an anchor object whose
+// digest differs or that is missing above the trim. A checkpoint leading
+// the head is the beyond-head finding's; one whose anchor object was
+// collected below the trim is stale, not damaged.
+func skippedCheckpoints(cands []Candidate, b *layout.Binding, h *layout.Head) []health.SkippedCheckpoint {
+	var out []health.SkippedCheckpoint
+	for _, c := range cands {
+		if c.Status != "skipped" {
+			continue
+		}
+		damaged := true
+		switch c.Reason {
+		case ReasonLeadsHead:
+			damaged = false
+		case ReasonAnchorMissing:
+			damaged = c.Anchor > h.Trim || b.CheckpointRef != nil && b.CheckpointRef.Key == c.Key
+		}
+		out = append(out, health.SkippedCheckpoint{Key: c.Key, Anchor: c.Anchor, Damaged: damaged, Reason: c.Reason, Detail: c.Detail})
+	}
+	return out
 }
 
 // checkRetained fails with a *stream.MissingError when an offset in
@@ -407,7 +451,7 @@ func checkRetained(lister *Objects, b *layout.Binding, h *layout.Head, part *sta
 	if len(missing) == 0 {
 		return nil
 	}
-	return exitcode.Wrap(exitcode.Verify, fmt.Errorf("replay %s: %w", b.Name(), &stream.MissingError{Ranges: missing, Trim: h.Trim, Head: h.Head}), HintDataLoss)
+	return errkind.Hint(fmt.Errorf("replay %s: %w", b.Name(), &stream.MissingError{Ranges: missing, Trim: h.Trim, Head: h.Head}), HintDataLoss)
 }
 
 // knownBases are the object bases above from that the hydrated state
@@ -777,6 +821,9 @@ func sealsAfter(ctx context.Context, st store.Store, lister *Objects, lastGen in
 	}
 	got, err := fleet.Map(ctx, stream.ReadAheadObjects, gens, func(ctx context.Context, _ int, n int64) (loaded, error) {
 		g, sum, err := layout.LoadGeneration(ctx, st, sid, n)
+		if err == nil || layout.IsCorrupt(err) || errors.Is(err, store.ErrNotFound) {
+			lister.noteManifest(health.Manifest{Gen: n, G: g, SHA256: sum, Err: err})
+		}
 		return loaded{g, sum, err}, nil
 	})
 	if err != nil {

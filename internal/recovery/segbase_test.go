@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/errkind"
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/state"
@@ -132,8 +132,8 @@ func TestReplayNextSegmentBaseAboveFirstBatch(t *testing.T) {
 		if err == nil {
 			t.Fatalf("%+v: a segment base above its first batch was accepted", opt)
 		}
-		if exitcode.Of(err) != exitcode.Verify || !errors.Is(err, kafka.ErrCorrupt) {
-			t.Fatalf("%+v: exit %d (corrupt %v), want 3: %v", opt, exitcode.Of(err), errors.Is(err, kafka.ErrCorrupt), err)
+		if !errkind.IsData(err) || !errors.Is(err, kafka.ErrCorrupt) {
+			t.Fatalf("%+v: kind %v (corrupt %v), want corrupt: %v", opt, errkind.Of(err), errors.Is(err, kafka.ErrCorrupt), err)
 		}
 		for _, f := range []string{"objects/00000000000000000005-00000000000000000012.kb", "generation 0", "next_segment_base", "batch at 10 lies below 11"} {
 			if !strings.Contains(err.Error(), f) {

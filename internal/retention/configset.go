@@ -94,6 +94,13 @@ func SetConfig(ctx context.Context, st store.Store, tp layout.TopicPartition, kv
 		if err := nc.Validate(); err != nil {
 			return nil, fmt.Errorf("config set %s: %w: %v", tp, ErrBadTopicConfig, err)
 		}
+		if b.MandatoryCoverage() && !nc.HasPolicy("compact") {
+			// Without compact the coordinator (or any reader of the
+			// compacted view) would fall back to COMMITTED data, and
+			// retention could delete every committed offset.
+			return nil, fmt.Errorf("config set %s: %w: cleanup.policy %q drops compact, but the binding's compacted coverage is mandatory (%s); keep compact in it",
+				tp, ErrBadTopicConfig, nc.CleanupPolicy, mandatoryWhy(b))
+		}
 		out := &ConfigChange{Topic: tp.Topic, Partition: tp.Partition, Changes: []ConfigDiff{}, Config: nc, ConfigSource: b.ConfigSource, DryRun: dryRun, Version: b.Version}
 		for _, k := range TopicConfigKeys() {
 			o, _ := TopicConfigValue(b.Config, k)
@@ -121,4 +128,12 @@ func SetConfig(ctx context.Context, st store.Store, tp layout.TopicPartition, kv
 			return nil, fmt.Errorf("config set %s: replace %s: %w", tp, key, err)
 		}
 	}
+}
+
+// mandatoryWhy says why a binding's coverage is mandatory.
+func mandatoryWhy(b *layout.Binding) string {
+	if layout.IsCoordinatorTopic(b.Topic) {
+		return b.Topic + " is a coordinator topic"
+	}
+	return "its coverage is " + b.Coverage.State
 }

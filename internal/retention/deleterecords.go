@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/errkind"
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
 )
@@ -79,7 +79,7 @@ func ParseOffsetJSON(data []byte) ([]DeleteTarget, error) {
 	}
 	if len(dups) > 0 {
 		sort.Strings(dups)
-		return nil, fmt.Errorf("offset JSON contains duplicate topic partitions: %s", exitcode.List(dups, ","))
+		return nil, fmt.Errorf("offset JSON contains duplicate topic partitions: %s", errkind.List(dups, ","))
 	}
 	if len(out) == 0 {
 		return nil, errors.New("offset JSON: no partitions")

@@ -10,11 +10,11 @@ import (
 
 	"github.com/nereusctl/nereusctl/internal/compaction"
 	"github.com/nereusctl/nereusctl/internal/fleet"
+	"github.com/nereusctl/nereusctl/internal/health"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/stream"
-	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
 // GC categories.
@@ -91,7 +91,7 @@ type GCPartition struct {
 }
 
 // Err is the partition's failure (nil when it was collected); it wraps
-// verify.ErrMalformed or verify.ErrHeadRollback when the store holds wrong
+// layout.ErrCorruptDocument or layout.ErrHeadRollback when the store holds wrong
 // bytes.
 func (p GCPartition) Err() error { return p.err }
 
@@ -183,6 +183,30 @@ func GC(ctx context.Context, st store.Store, tps []layout.TopicPartition, o GCOp
 	})
 	if err != nil {
 		return rep, err
+	}
+	// The streams of bindings deleted on purpose (delete-binding), once
+	// their record is older than the grace: each under its partition's
+	// lease, as a partition's garbage is.
+	deleted, derrs, err := gcDeleted(ctx, st, o)
+	if err != nil {
+		return rep, err
+	}
+	rep.Errors = append(rep.Errors, derrs...)
+	for _, items := range deleted {
+		tp, perr := layout.ParseTopicPartition(items[0].Partition)
+		run := func(ctx context.Context) error {
+			done, err := deleteItems(ctx, st, items, o.DryRun)
+			rep.record(done)
+			return err
+		}
+		if perr == nil && o.Partition != nil && !o.DryRun {
+			err = o.Partition(ctx, tp, run)
+		} else {
+			err = run(ctx)
+		}
+		if err != nil {
+			rep.Errors = append(rep.Errors, fmt.Sprintf("gc: deleted stream of %s: %v", items[0].Partition, err))
+		}
 	}
 	tasks, err := st.List(ctx, layout.TasksPrefix)
 	if err != nil {
@@ -295,55 +319,37 @@ func (rep *GCReport) record(items []GCItem) {
 // gcPartition finds one partition's garbage, in deletion order.
 func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, o GCOptions) ([]GCItem, GCPartition, error) {
 	gp := GCPartition{Partition: tp.String()}
-	b, _, err := verify.LoadBinding(ctx, st, tp)
+	b, _, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
 	if err != nil {
 		return nil, gp, err
 	}
-	h, _, err := verify.LoadHead(ctx, st, b.StreamID)
+	// The health gate: what is garbage depends on documents that decode
+	// and agree, on a head that was not rolled back, and on manifests that
+	// name every live object; a partition that fails it is refused whole
+	// (nothing in it is collected).
+	hrep, obs, err := health.Gather(ctx, st, b, health.Prior{})
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			err = fmt.Errorf("%w: stream head %s is missing", verify.ErrMalformed, layout.HeadKey(b.StreamID))
-		}
 		return nil, gp, err
 	}
+	if len(hrep.Findings) > 0 {
+		// (A partition that is only blocked — quarantined coverage whose
+		// damage only a deep read shows — keeps its garbage rules: the
+		// set's members and sources are kept for repair.)
+		return nil, gp, fmt.Errorf("%w; deleting nothing in this partition: run 'nereusctl verify %s'", hrep.Err(), tp)
+	}
+	h := obs.Head
 	gp.Trim = h.Trim
-	// Each part of the stream is listed once, all of it in one LIST page
-	// where the store pages and the stream fits (layout.ListStream).
-	listed, err := layout.ListStream(ctx, st, b.StreamID)
-	if err != nil {
-		return nil, gp, err
-	}
-	list := func(prefix string) ([]store.ObjectInfo, error) {
-		if listed != nil {
-			return listed.Under(prefix), nil
-		}
-		return st.List(ctx, prefix)
-	}
-	infos, err := list(layout.ObjectsPrefix(b.StreamID))
-	if err != nil {
-		return nil, gp, err
-	}
-	objs, err := layout.AppendStreamObjects(make([]layout.StreamObject, 0, len(infos)), infos)
-	if err != nil {
-		return nil, gp, err
-	}
+	objs := obs.Objects
 	modified := map[string]store.ObjectInfo{}
-	for _, in := range infos {
-		modified[in.Key] = in
+	for _, ob := range objs {
+		modified[ob.Key] = store.ObjectInfo{Key: ob.Key, Size: ob.Size, ETag: ob.ETag, Modified: ob.Modified}
 	}
 	name := tp.String()
 	var dataItems, manifestItems, cpItems []GCItem
 	referenced := map[string]bool{}
 	var belowTrim []*layout.Generation
 	lastSealedEnd := int64(-1)
-	genInfos, err := list(layout.GenerationsPrefix(b.StreamID))
-	if err != nil {
-		return nil, gp, err
-	}
-	gens, err := layout.GenerationNumbers(genInfos)
-	if err != nil {
-		return nil, gp, err
-	}
+	genInfos := obs.GenerationInfos
 	genModified := map[string]store.ObjectInfo{}
 	for _, in := range genInfos {
 		genModified[in.Key] = in
@@ -359,15 +365,8 @@ func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, 
 		keepGen[m.Gen] = true
 		maxMember = max(maxMember, m.Gen)
 	}
-	var all []*layout.Generation
-	for _, n := range gens {
-		g, _, err := verify.LoadGeneration(ctx, st, b.StreamID, n)
-		if err != nil {
-			// A manifest that does not decode may hide live objects:
-			// nothing in the partition is collected.
-			return nil, gp, err
-		}
-		all = append(all, g)
+	for _, m := range obs.Manifests {
+		g := m.G // every manifest decoded: the gate passed
 		if g.Kind == layout.KindTopicCompacted {
 			compacted = append(compacted, g)
 			if keepGen[g.Gen] {
@@ -399,8 +398,13 @@ func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, 
 		}
 		viewManifests = append(viewManifests, GCItem{Key: key, Category: GarbageCompacted, Partition: tp.String()})
 	}
-	views, err := list(layout.StreamPrefix(b.StreamID) + "compacted/")
-	if err != nil {
+	var views []store.ObjectInfo
+	if obs.HaveCompacted {
+		for _, in := range obs.Compacted {
+			views = append(views, in)
+		}
+		sort.Slice(views, func(i, j int) bool { return views[i].Key < views[j].Key })
+	} else if views, err = st.List(ctx, layout.CompactedPrefix(b.StreamID)); err != nil {
 		return nil, gp, err
 	}
 	for _, in := range views {
@@ -411,29 +415,7 @@ func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, 
 
 	// Checkpoints: those anchored at or above the trim are kept, with the
 	// object their anchor names; so is the binding's reference.
-	cps, err := list(layout.CheckpointsPrefix(b.StreamID))
-	if err != nil {
-		return nil, gp, err
-	}
-	// A head below what the stream holds was rolled back: the "beyond-head"
-	// objects are the stream's data, not an append's leftovers. Refuse to
-	// collect anything in the partition.
-	if fs := verify.BeyondHead(h, objs, all, cps); len(fs) > 0 {
-		return nil, gp, fmt.Errorf("%w: %d objects, generations or checkpoints lie above the head %d (first: %s); deleting nothing in this partition: run 'nereusctl verify %s' and restore the head (docs/runbooks/restore-from-replica.md)",
-			verify.ErrHeadRollback, len(fs), h.Head, fs[0].Detail, name)
-	}
-	// Documents that contradict each other: nothing in the partition is
-	// collected (what is garbage depends on them).
-	if err := layout.CheckInvariants(b, h); err != nil {
-		return nil, gp, err
-	}
-	sums := make([]layout.GenerationSummary, len(all))
-	for i, g := range all {
-		sums[i] = g.Summary()
-	}
-	if err := layout.CheckGenerations(b, h, sums); err != nil {
-		return nil, gp, err
-	}
+	cps := obs.Checkpoints
 	floor := false
 	for _, in := range cps {
 		anchor, _, err := layout.ParseCheckpointKey(in.Key)

@@ -10,7 +10,6 @@ import (
 	"github.com/nereusctl/nereusctl/internal/demo"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
-	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
 func gcDemo(t *testing.T) (*store.Mem, []layout.TopicPartition) {
@@ -75,7 +74,7 @@ func TestGCRefusesBeyondHeadAfterRollback(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := gcPartitionOf(t, rep, "orders-0")
-	if !errors.Is(p.Err(), verify.ErrHeadRollback) || p.Objects != 0 {
+	if !errors.Is(p.Err(), layout.ErrHeadRollback) || p.Objects != 0 {
 		t.Fatalf("rolled-back head: want ErrHeadRollback and nothing collected, got %+v (%v)", p, p.Err())
 	}
 	for _, it := range rep.Items {
@@ -114,7 +113,7 @@ func TestGCMalformedManifestIsCorruption(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := gcPartitionOf(t, rep, "payments-0")
-	if !verify.IsMalformed(p.Err()) || p.Error == "" {
+	if !layout.IsCorrupt(p.Err()) || p.Error == "" {
 		t.Fatalf("malformed manifest: want ErrMalformed, got %+v (%v)", p, p.Err())
 	}
 	if after := streamKeys(t, st, b.StreamID); len(after) != len(before) {

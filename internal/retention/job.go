@@ -637,31 +637,3 @@ func loadProgress(path string) (*Progress, error) {
 	}
 	return &p, nil
 }
-
-// Metrics renders a retention report in the Prometheus text format for
-// node_exporter's textfile collector.
-func Metrics(rep *JobReport, finished time.Time) []byte {
-	var b strings.Builder
-	gauge := func(name, help string, lines ...string) {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name)
-		for _, l := range lines {
-			fmt.Fprintf(&b, "%s%s\n", name, l)
-		}
-	}
-	dry := "false"
-	if rep.DryRun {
-		dry = "true"
-	}
-	gauge("nereusctl_retention_partitions", "Partitions of the last retention run by result.",
-		fmt.Sprintf(`{result="trimmed",dry_run="%s"} %d`, dry, rep.Trimmed),
-		fmt.Sprintf(`{result="unchanged",dry_run="%s"} %d`, dry, rep.Unchanged),
-		fmt.Sprintf(`{result="error",dry_run="%s"} %d`, dry, rep.Errors))
-	gauge("nereusctl_retention_garbage_bytes", "Bytes of whole segments the last retention run made garbage for gc.", fmt.Sprintf(" %d", rep.GarbageBytes))
-	gauge("nereusctl_retention_errors", "Partitions that failed in the last retention run.", fmt.Sprintf(" %d", rep.Errors))
-	gauge("nereusctl_retention_duration_seconds", "Wall time of the last retention run.", fmt.Sprintf(" %g", rep.Seconds))
-	gauge("nereusctl_retention_last_run_timestamp_seconds", "When the last retention run finished.", fmt.Sprintf(" %d", finished.Unix()))
-	if rep.Errors == 0 {
-		gauge("nereusctl_retention_last_success_timestamp_seconds", "When the last fully successful retention run finished.", fmt.Sprintf(" %d", finished.Unix()))
-	}
-	return []byte(b.String())
-}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nereusctl/nereusctl/internal/compaction"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/state"
@@ -101,7 +102,9 @@ func RunPartition(ctx context.Context, st store.Store, req Request) *Result {
 		}
 		return fail(err)
 	}
-	res, err := recovery.Replay(ctx, counter, b, recovery.Options{Clock: req.Clock})
+	// The health gate: a partition verify would fail is refused, dry run
+	// or not (nothing is written; the finding names its runbook).
+	res, err := recovery.Replay(ctx, counter, b, recovery.Options{Clock: req.Clock, RequireHealthy: true})
 	if err != nil {
 		return fail(err)
 	}
@@ -118,6 +121,9 @@ func RunPartition(ctx context.Context, st store.Store, req Request) *Result {
 			return fail(err)
 		}
 		segs = ViewSegments(segs, b.Coverage.Start, b.Coverage.End, view, b.Config.SegmentBytes)
+		if err := cleanedTimes(ctx, counter, b, segs, view); err != nil {
+			return fail(err)
+		}
 	}
 	plan := Compute(Input{
 		Topic: b.Topic, Config: b.Config, LogStart: res.State.LogStart, HW: res.State.HW(),
@@ -182,6 +188,51 @@ func RunPartition(ctx context.Context, st store.Store, req Request) *Result {
 		return fail(err)
 	}
 	return out
+}
+
+// cleanedTimes gives each cleaned segment of a compact,delete partition
+// the largest timestamp Kafka's cleaned segment has (CleanedTimes): the
+// view's retained rows in its range, read from the view objects' block
+// indexes (compaction.ReadViewTimes: a ranged GET of each object's tail,
+// and of each block that spans a cleaned segment's bound), or, for a
+// cleaned segment with no retained row, its last segment's seal time (a
+// manifest GET). Only retention.ms reads the timestamps: without it
+// nothing is read.
+func cleanedTimes(ctx context.Context, st store.Store, b *layout.Binding, segs []Segment, view []layout.ObjectRef) error {
+	if b.Config.RetentionMs < 0 {
+		return nil
+	}
+	var cuts []int64
+	for _, s := range segs {
+		if s.Cleaned {
+			cuts = append(cuts, s.Base, s.End)
+		}
+	}
+	if len(cuts) == 0 {
+		return nil
+	}
+	vt, err := compaction.ReadViewTimes(ctx, st, view, cuts)
+	if err != nil {
+		return fmt.Errorf("retention %s: %w", b.Name(), err)
+	}
+	sealed := map[int64]int64{}
+	for _, s := range segs {
+		if s.Cleaned && s.Gen >= 0 {
+			if _, ok := vt.MaxIn(s.Base, s.End); ok {
+				continue
+			}
+			g, _, err := layout.LoadGeneration(ctx, st, b.StreamID, s.Gen)
+			if err != nil {
+				return fmt.Errorf("retention %s: %w", b.Name(), err)
+			}
+			sealed[s.Gen] = g.CreatedMs
+		}
+	}
+	CleanedTimes(segs, vt.MaxIn, func(gen int64) (int64, bool) {
+		t, ok := sealed[gen]
+		return t, ok
+	})
+	return nil
 }
 
 // sealTimesOf maps the generation of each sealed segment without record

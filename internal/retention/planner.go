@@ -1,7 +1,7 @@
 // Package retention owns DeleteRecords trims and time/size retention: the
 // planner that reproduces Kafka's own rules (the "stock retention oracle",
 // docs/kafka-retention-rules.md), the durable trim sequence of docs/design.md §7,
-// the retention run (lease, local progress, resume, metrics) and physical
+// the retention run (lease, local progress, resume) and physical
 // garbage collection.
 //
 // The planner is pure. The executor's only mutations are a pre-trim
@@ -42,6 +42,9 @@ type Segment struct {
 	MaxTimestamp int64 `json:"max_timestamp"` // largest record timestamp, or the seal time when none
 	Open         bool  `json:"open"`
 	Gen          int64 `json:"gen"`
+	// Cleaned marks a segment ViewSegments made of covered segments: a
+	// segment of Kafka's cleaned log (its Gen is its last segment's).
+	Cleaned bool `json:"-"`
 }
 
 // Input is everything a plan depends on.
@@ -86,6 +89,9 @@ type Plan struct {
 	// the active one): not garbage yet, since gc collects only sealed
 	// segments; freed when the segment rolls (is sealed), by the gc after.
 	OpenSegmentBytes int64 `json:"open_segment_bytes"`
+	// RetentionSkipped says why retention.ms and retention.bytes were not
+	// applied though cleanup.policy has delete (a coordinator topic).
+	RetentionSkipped string `json:"retention_skipped,omitempty"`
 }
 
 // Changes reports whether the plan moves the log start.
@@ -143,11 +149,11 @@ func SegmentsOf(p *state.Partition, sealTimes map[int64]int64) []Segment {
 // the cleaned bytes. nereusctl groups the covered segments the same way on
 // their COMMITTED sizes (the first cleaning's rule); a group's bytes are
 // the view's bytes in its offset range (each view object's size shared
-// over the groups by the offsets of the object they hold) and its max
-// timestamp the largest of its segments (the cleaner keeps the retained
-// records' timestamps and the last segment's mtime: never earlier than
-// Kafka). view lists the active set's objects; segments not wholly inside
-// [start, end) are kept as they are.
+// over the groups by the offsets of the object they hold). A group is
+// marked Cleaned; its MaxTimestamp is still its segments' largest, until
+// CleanedTimes sets the one Kafka's cleaned segment has. view lists the
+// active set's objects; segments not wholly inside [start, end) are kept
+// as they are.
 func ViewSegments(segs []Segment, start, end int64, view []layout.ObjectRef, segmentBytes int64) []Segment {
 	if len(view) == 0 || end <= start {
 		return segs
@@ -183,6 +189,7 @@ func ViewSegments(segs []Segment, start, end int64, view []layout.ObjectRef, seg
 		}
 		if group == nil {
 			g := s
+			g.Cleaned = true
 			group, groupSize = &g, 0
 		} else {
 			group.End = s.End
@@ -193,6 +200,31 @@ func ViewSegments(segs []Segment, start, end int64, view []layout.ObjectRef, seg
 	}
 	flush()
 	return out
+}
+
+// CleanedTimes sets the largest timestamp of each Cleaned segment to the
+// one Kafka's cleaned segment has (LogSegment.largestTimestamp): the
+// largest timestamp of the records the cleaner kept in its range
+// (LogCleaner.cleanInto appends only the retained batches to the cleaned
+// segment), retained(base, end); when it kept none with a timestamp, the
+// cleaned file's mtime, which LogCleaner.cleanSegments sets to its last
+// source segment's (cleaned.setLastModified(segments.last.lastModified)):
+// lastModified(gen) of the group's last segment, its seal time. A time
+// neither gives never expires. Other segments are left as they are.
+func CleanedTimes(segs []Segment, retained func(from, to int64) (int64, bool), lastModified func(gen int64) (int64, bool)) {
+	for i := range segs {
+		s := &segs[i]
+		if !s.Cleaned {
+			continue
+		}
+		if ts, ok := retained(s.Base, s.End); ok {
+			s.MaxTimestamp = ts
+		} else if ts, ok := lastModified(s.Gen); ok {
+			s.MaxTimestamp = ts
+		} else {
+			s.MaxTimestamp = 1<<63 - 1
+		}
+	}
 }
 
 // viewObjects loads the objects of a binding's ACTIVE compacted set (one
@@ -292,7 +324,15 @@ func Compute(in Input) Plan {
 		// A segment goes when the next segment's base <= the log start.
 		return i+1 < len(rest) && rest[i+1].Base <= logStart
 	})
-	if in.Retention && hasDelete {
+	coordinator := layout.IsCoordinatorTopic(in.Topic)
+	if in.Retention && hasDelete && coordinator {
+		// A coordinator topic's committed offsets and transaction states
+		// never expire with their segments, whatever its cleanup.policy
+		// says (config set refuses to drop compact from it): nothing is
+		// trimmed by time or size.
+		p.RetentionSkipped = in.Topic + " is a coordinator topic: retention never trims it by time or size"
+	}
+	if in.Retention && hasDelete && !coordinator {
 		if in.Config.RetentionBytes >= 0 {
 			var size int64
 			for _, s := range segs {

@@ -47,9 +47,20 @@ var topicConfigKeys = map[string]struct {
 	"max.compaction.lag.ms": {min: 1},
 }
 
+// KeyMinCleanableDirtyRatio is Kafka's min.cleanable.dirty.ratio, a DOUBLE
+// (the only one nereusctl models; the other keys are cleanup.policy and
+// the integers of topicConfigKeys).
+const KeyMinCleanableDirtyRatio = "min.cleanable.dirty.ratio"
+
+// decimalFraction is what nereusctl accepts for a DOUBLE config: decimal
+// digits with an optional fraction. Kafka's parser (Double.valueOf) also
+// takes exponents, hexadecimal and a type suffix; operator input here is
+// decimal only.
+var decimalFraction = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?$`)
+
 // TopicConfigKeys lists the keys SetTopicConfig accepts, sorted.
 func TopicConfigKeys() []string {
-	out := []string{"cleanup.policy"}
+	out := []string{"cleanup.policy", KeyMinCleanableDirtyRatio}
 	for k := range topicConfigKeys {
 		out = append(out, k)
 	}
@@ -60,7 +71,7 @@ func TopicConfigKeys() []string {
 // IsTopicConfigKey reports a key SetTopicConfig accepts.
 func IsTopicConfigKey(key string) bool {
 	_, ok := topicConfigKeys[key]
-	return ok || key == "cleanup.policy"
+	return ok || key == "cleanup.policy" || key == KeyMinCleanableDirtyRatio
 }
 
 // SetTopicConfig sets one Kafka topic config in c, validated with Kafka's
@@ -69,9 +80,21 @@ func IsTopicConfigKey(key string) bool {
 // validator); segment.bytes an INT of at least 14; retention.ms a LONG of
 // at least -1 (-1: no limit); retention.bytes any LONG (a negative one is
 // no limit, stored as -1); segment.ms and max.compaction.lag.ms at least 1;
-// delete.retention.ms and min.compaction.lag.ms at least 0. Numbers are
-// decimal.
+// delete.retention.ms and min.compaction.lag.ms at least 0;
+// min.cleanable.dirty.ratio a DOUBLE in [0, 1] (LogConfig:
+// between(0, 1)). Numbers are decimal.
 func SetTopicConfig(c *layout.TopicConfig, key, value string) error {
+	if key == KeyMinCleanableDirtyRatio {
+		if !decimalFraction.MatchString(value) {
+			return fmt.Errorf("%w: %s=%s: not a decimal number", ErrBadTopicConfig, key, value)
+		}
+		r, err := strconv.ParseFloat(value, 64)
+		if err != nil || r < 0 || r > 1 {
+			return fmt.Errorf("%w: %s=%s: want 0..1", ErrBadTopicConfig, key, value)
+		}
+		c.MinCleanableDirtyRatio = &r
+		return nil
+	}
 	if key == "cleanup.policy" {
 		var ps []string
 		seen := map[string]bool{}
@@ -144,6 +167,8 @@ func TopicConfigValue(c layout.TopicConfig, key string) (string, bool) {
 		return strconv.FormatInt(c.MinCompactionLagMs, 10), true
 	case "max.compaction.lag.ms":
 		return strconv.FormatInt(c.MaxCompactionLagMs, 10), true
+	case KeyMinCleanableDirtyRatio:
+		return strconv.FormatFloat(c.CleanableRatio(), 'f', -1, 64), true
 	}
 	return "", false
 }

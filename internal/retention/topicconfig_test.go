@@ -3,6 +3,8 @@ package retention
 import (
 	"context"
 	"errors"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -182,5 +184,84 @@ func TestSetConfigCAS(t *testing.T) {
 	}
 	if _, err := ResolveConfigTarget(ctx, st3, "orders-9"); !errors.Is(err, ErrNoSuchBinding) {
 		t.Fatalf("orders-9: %v", err)
+	}
+}
+
+// TestMinCleanableDirtyRatioConfig: min.cleanable.dirty.ratio is a topic
+// config of its own, a DOUBLE in [0, 1] (Kafka's LogConfig defines it
+// with ConfigDef.Range.between(0, 1), default 0.5): accepted by config
+// set, import's flags and its kafka-configs file; a binding without it
+// reads as Kafka's default, and its bytes stay as they were until a
+// value other than the default is set.
+func TestMinCleanableDirtyRatioConfig(t *testing.T) {
+	for _, v := range []string{"0", "1", "0.5", "0.125", "1.0", "0.0"} {
+		cfg := layout.DefaultTopicConfig()
+		if err := SetTopicConfig(&cfg, "min.cleanable.dirty.ratio", v); err != nil {
+			t.Errorf("%s: %v", v, err)
+			continue
+		}
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("%s: %v", v, err)
+		}
+		want, _ := strconv.ParseFloat(v, 64)
+		if cfg.CleanableRatio() != want {
+			t.Errorf("%s: reads back %v", v, cfg.CleanableRatio())
+		}
+	}
+	for _, v := range []string{"1.5", "-0.1", "1.0000001", "5e-1", ".5", "0.5 ", "NaN", "Inf", "0x1p-1", "", "half"} {
+		cfg := layout.DefaultTopicConfig()
+		if err := SetTopicConfig(&cfg, "min.cleanable.dirty.ratio", v); !errors.Is(err, ErrBadTopicConfig) {
+			t.Errorf("%q: err %v, want a bad topic config", v, err)
+		}
+		if cfg.MinCleanableDirtyRatio != nil {
+			t.Errorf("%q: refused, yet stored", v)
+		}
+	}
+	if got, _ := TopicConfigValue(layout.DefaultTopicConfig(), "min.cleanable.dirty.ratio"); got != "0.5" {
+		t.Errorf("default reads %q, want Kafka's 0.5", got)
+	}
+	if !IsTopicConfigKey("min.cleanable.dirty.ratio") || !strings.Contains(strings.Join(TopicConfigKeys(), ","), "min.cleanable.dirty.ratio") {
+		t.Error("min.cleanable.dirty.ratio is not a known key")
+	}
+	// kafka-configs --describe lists it; it is a setting, not ignored.
+	kc, err := ParseKafkaConfigs([]byte("All configs for topic orders are:\n  min.cleanable.dirty.ratio=0.2 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:min.cleanable.dirty.ratio=0.2, DEFAULT_CONFIG:log.cleaner.min.cleanable.ratio=0.5}\n"), "orders")
+	if err != nil || len(kc.Settings) != 1 || kc.Settings[0] != (KV{Key: "min.cleanable.dirty.ratio", Value: "0.2"}) || len(kc.Ignored) != 0 {
+		t.Fatalf("kafka-configs file: %+v, %v", kc, err)
+	}
+
+	ctx := context.Background()
+	tp := layout.TopicPartition{Topic: "orders", Partition: 0}
+	st := demoStore(t)
+	key := layout.BindingKey("orders", 0)
+	before, err := st.Get(ctx, key, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(before), "min.cleanable.dirty.ratio") {
+		t.Fatalf("a binding written without the key holds it: %s", before)
+	}
+	if c, err := GetConfig(ctx, st, tp); err != nil || c.Config.CleanableRatio() != 0.5 {
+		t.Fatalf("get: %+v, %v", c, err)
+	}
+	// Setting Kafka's default on a binding without the key changes nothing.
+	if c, err := SetConfig(ctx, st, tp, []KV{{Key: "min.cleanable.dirty.ratio", Value: "0.50"}}, false); err != nil || c.Written || len(c.Changes) != 0 {
+		t.Fatalf("set to the default: %+v, %v", c, err)
+	}
+	if now, _ := st.Get(ctx, key, nil); string(now) != string(before) {
+		t.Fatal("setting the default rewrote the binding")
+	}
+	c, err := SetConfig(ctx, st, tp, []KV{{Key: "min.cleanable.dirty.ratio", Value: "0.25"}}, false)
+	if err != nil || !c.Written || len(c.Changes) != 1 || c.Changes[0] != (ConfigDiff{Key: "min.cleanable.dirty.ratio", Old: "0.5", New: "0.25"}) {
+		t.Fatalf("set 0.25: %+v, %v", c, err)
+	}
+	raw, _ := st.Get(ctx, key, nil)
+	if !regexp.MustCompile(`"min.cleanable.dirty.ratio": ?0.25\b`).Match(raw) {
+		t.Fatalf("stored binding: %s", raw)
+	}
+	if b := mustBinding(t, st, tp); b.Config.CleanableRatio() != 0.25 {
+		t.Fatalf("reads back %v", b.Config.CleanableRatio())
+	}
+	if _, err := SetConfig(ctx, st, tp, []KV{{Key: "min.cleanable.dirty.ratio", Value: "2"}}, false); !errors.Is(err, ErrBadTopicConfig) {
+		t.Fatalf("ratio 2: %v", err)
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/errkind"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/store"
@@ -58,8 +58,8 @@ func TestTrimNeverRunsOverAHole(t *testing.T) {
 	wantLoss := func(what string, err error) {
 		t.Helper()
 		var me *stream.MissingError
-		if !errors.As(err, &me) || exitcode.Of(err) != exitcode.Verify || me.Ranges[0] != [2]int64{victim.Base, victim.End} {
-			t.Fatalf("%s: %v (exit %d), want missing [%d, %d)", what, err, exitcode.Of(err), victim.Base, victim.End)
+		if !errors.As(err, &me) || !errkind.IsData(err) || me.Ranges[0] != [2]int64{victim.Base, victim.End} {
+			t.Fatalf("%s: %v (kind %v), want missing [%d, %d)", what, err, errkind.Of(err), victim.Base, victim.End)
 		}
 	}
 	target := stale.Head.Head - 1 // past the hole

@@ -4,8 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
+
+	"github.com/nereusctl/nereusctl/internal/errkind"
 )
 
 // The canonical encoding: big-endian fixed-width fields, lists prefixed by a
@@ -29,7 +30,7 @@ const (
 
 // ErrMalformed is returned by the decoders for bytes that are not a valid
 // canonical encoding.
-var ErrMalformed = errors.New("malformed state encoding")
+var ErrMalformed = errkind.New(errkind.Corrupt, "malformed state encoding")
 
 type enc struct{ b []byte }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nereusctl/nereusctl/internal/fleet"
+	"github.com/nereusctl/nereusctl/internal/health"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/state"
@@ -55,6 +56,12 @@ type Partition struct {
 	// and binding steps (BindingLagsTrim); rerunning it finishes.
 	BindingLogStart int64 `json:"binding_log_start"`
 	BindingLagsTrim bool  `json:"binding_lags_trim"`
+	// Findings are the partition's health findings (internal/health, the
+	// checks every command shares with verify's cheap level): the row is
+	// printed, and status exits 3 (4 when only blocked) as verify would.
+	Findings []health.Finding `json:"findings"`
+	// BlockedReason says why Blocked.
+	BlockedReason string `json:"blocked_reason,omitempty"`
 	// Err is the replay's error behind Error or DataLoss, for the exit
 	// status.
 	Err error `json:"-"`
@@ -113,7 +120,7 @@ func CollectAt(ctx context.Context, st store.Store, tps []layout.TopicPartition,
 
 // collectOne is one partition's row.
 func collectOne(ctx context.Context, st store.Store, tp layout.TopicPartition, now time.Time, clock state.Clock) (row Partition) {
-	row = Partition{Topic: tp.Topic, Partition: tp.Partition, SkippedCheckpoints: []SkippedCheckpoint{}}
+	row = Partition{Topic: tp.Topic, Partition: tp.Partition, SkippedCheckpoints: []SkippedCheckpoint{}, Findings: []health.Finding{}}
 	b, _, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
 	if err != nil {
 		// A corrupt binding is corruption (exit 3), not an unreadable
@@ -130,12 +137,18 @@ func collectOne(ctx context.Context, st store.Store, tp layout.TopicPartition, n
 	row.BindingLogStart = b.ObservedLogStart
 	defer func() { row.BindingLagsTrim = row.Error == "" && row.BindingLogStart < row.LogStart }()
 	if row.Blocked {
-		// No replay of a blocked partition: show the head's bounds.
-		h, _, err := layout.LoadHead(ctx, st, b.StreamID)
+		// No replay of a blocked partition: its health, and the head's
+		// bounds.
+		rep, obs, err := health.Gather(ctx, st, b, health.Prior{})
 		if err != nil {
-			row.Error, row.Err = fmt.Sprintf("read head: %v", err), err
-		} else {
+			row.Error, row.Err = err.Error(), err
+			return row
+		}
+		row.Findings, row.BlockedReason = rep.Findings, rep.BlockedReason
+		if h := obs.Head; h != nil {
 			row.LogStart, row.Head, row.LSO = h.Trim, h.Head, -1
+		} else {
+			row.Error, row.Err = fmt.Sprintf("read head: %v", obs.HeadErr), obs.HeadErr
 		}
 		return row
 	}
@@ -154,6 +167,8 @@ func collectOne(ctx context.Context, st store.Store, tp layout.TopicPartition, n
 		}
 		return row
 	}
+	row.Findings = res.Health.Findings
+	row.Blocked, row.BlockedReason = res.Health.Blocked, res.Health.BlockedReason
 	row.LogStart = res.State.LogStart
 	row.Head = res.Head.Head
 	row.LSO = res.State.LSO()
@@ -176,6 +191,17 @@ func collectOne(ctx context.Context, st store.Store, tp layout.TopicPartition, n
 		}
 	}
 	return row
+}
+
+// StoreFindings is the store-wide health check (health.Store) over the
+// rows: streams no binding references, stray keys, quarantine records
+// that do not decode.
+func StoreFindings(ctx context.Context, st store.Store, rows []Partition, parallel int) ([]health.Finding, error) {
+	known := make(map[layout.TopicPartition]string, len(rows))
+	for _, r := range rows {
+		known[layout.TopicPartition{Topic: r.Topic, Partition: r.Partition}] = r.StreamID
+	}
+	return health.Store(ctx, st, known, parallel)
 }
 
 // Map draws each partition's offset line, scaled to width columns, in plain

@@ -69,9 +69,10 @@ type S3Config struct {
 // still compares the stored bytes with its own (ConfirmIfAbsent): a
 // concurrent writer of the same bytes is a success too.
 type S3 struct {
-	client *s3.Client
-	bucket string
-	prefix string // "" or ending in "/"
+	client   *s3.Client
+	bucket   string
+	prefix   string // "" or ending in "/"
+	endpoint string // the endpoint requests go to; "" for AWS's own
 }
 
 var _ Store = (*S3)(nil)
@@ -85,7 +86,7 @@ var _ Store = (*S3)(nil)
 // section's s3 entry). With a custom endpoint, the EC2 instance metadata
 // service is not asked for credentials (it would only time out off EC2).
 func NewS3(ctx context.Context, c S3Config) (*S3, error) {
-	client, _, err := newS3Client(ctx, c)
+	client, endpoint, err := newS3Client(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -93,8 +94,12 @@ func NewS3(ctx context.Context, c S3Config) (*S3, error) {
 	if prefix != "" {
 		prefix += "/"
 	}
-	return &S3{client: client, bucket: c.Bucket, prefix: prefix}, nil
+	return &S3{client: client, bucket: c.Bucket, prefix: prefix, endpoint: endpoint}, nil
 }
+
+// Endpoint is the endpoint the client sends its requests to, as
+// ResolveS3Endpoint gives it ("" for AWS's own).
+func (s *S3) Endpoint() string { return s.endpoint }
 
 // ResolveS3Endpoint returns the endpoint a client built from c would send
 // its requests to ("" for AWS's own), after the plain-HTTP rule. It sends

@@ -36,6 +36,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/nereusctl/nereusctl/internal/errkind"
 )
 
 // Sentinel errors. Backends wrap them with the operation and key; callers
@@ -46,7 +48,7 @@ var (
 	// ErrPreconditionFailed: a guarded Put or Delete lost its condition
 	// (S3 412 PreconditionFailed): the object exists for IfAbsent, or its
 	// ETag differs (or it is gone) for IfMatch. Never retried blindly.
-	ErrPreconditionFailed = errors.New("precondition failed")
+	ErrPreconditionFailed = errkind.New(errkind.Conflict, "precondition failed")
 	// ErrConflict: a concurrent conditional request on the same key is in
 	// progress (S3 409 ConditionalRequestConflict). Safe to retry.
 	ErrConflict = errors.New("conditional request conflict")

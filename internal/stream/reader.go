@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nereusctl/nereusctl/internal/errkind"
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
@@ -17,11 +18,11 @@ import (
 
 // ErrMissing is returned when no chain of objects covers a range: data the
 // head promises is not in the store.
-var ErrMissing = errors.New("stream data missing")
+var ErrMissing = errkind.New(errkind.Missing, "stream data missing")
 
 // ErrAmbiguous is returned when two different chains of objects reach the
 // head: the stream cannot be read without a decision by an operator.
-var ErrAmbiguous = errors.New("stream objects ambiguous")
+var ErrAmbiguous = errkind.New(errkind.Corrupt, "stream objects ambiguous")
 
 // Chain returns the objects that cover [from, head) back to back, in order.
 // Objects beyond the head and leftovers of failed appends are ignored. An
@@ -92,6 +93,9 @@ func (e *MissingError) Error() string {
 
 // Is makes a MissingError count as ErrMissing.
 func (e *MissingError) Is(target error) bool { return target == ErrMissing }
+
+// Kind makes data loss missing data for errkind.
+func (e *MissingError) Kind() errkind.Kind { return errkind.Missing }
 
 // Missing returns the ranges of [from, head) that the stream's objects do
 // not reach: walking back from the head object by object (each object must

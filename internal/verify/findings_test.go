@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/nereusctl/nereusctl/internal/demo"
+	"github.com/nereusctl/nereusctl/internal/health"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/verify"
@@ -114,14 +115,14 @@ func TestMalformedDocumentsAreTyped(t *testing.T) {
 	st := newDemoStore(t)
 	b := loadB(t, st, ordersTP)
 	put(t, st, layout.GenerationKey(b.StreamID, 1), []byte("[]"))
-	if _, _, err := verify.LoadGeneration(ctx, st, b.StreamID, 1); !verify.IsMalformed(err) {
+	if _, _, err := layout.LoadGeneration(ctx, st, b.StreamID, 1); !layout.IsCorrupt(err) {
 		t.Fatalf("generation: want ErrMalformed, got %v", err)
 	}
-	if _, _, err := verify.LoadGeneration(ctx, st, b.StreamID, 99); verify.IsMalformed(err) || !errors.Is(err, store.ErrNotFound) {
+	if _, _, err := layout.LoadGeneration(ctx, st, b.StreamID, 99); layout.IsCorrupt(err) || !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("absent generation: want ErrNotFound only, got %v", err)
 	}
 	put(t, st, layout.HeadKey(b.StreamID), []byte("{}\n{}"))
-	if _, _, err := verify.LoadHead(ctx, st, b.StreamID); !verify.IsMalformed(err) {
+	if _, _, err := layout.LoadHead(ctx, st, b.StreamID); !layout.IsCorrupt(err) {
 		t.Fatalf("head with trailing data: want ErrMalformed, got %v", err)
 	}
 	// a binding stored under another partition's key
@@ -130,7 +131,7 @@ func TestMalformedDocumentsAreTyped(t *testing.T) {
 		t.Fatal(err)
 	}
 	put(t, st, layout.BindingKey("orders", 0), other)
-	if _, _, err := verify.LoadBinding(ctx, st, ordersTP); !verify.IsMalformed(err) {
+	if _, _, err := layout.LoadBinding(ctx, st, ordersTP.Topic, ordersTP.Partition); !layout.IsCorrupt(err) {
 		t.Fatalf("binding naming another partition: want ErrMalformed, got %v", err)
 	}
 }
@@ -238,19 +239,19 @@ func TestBeyondHeadSparesFailedAppends(t *testing.T) {
 	// chain [0,50) [50,100); a failed append at the head [100,120); a
 	// failed append that raced the winner [50,100) at 50: [50,130)
 	objs := []layout.StreamObject{obj(0, 50), obj(50, 100), obj(100, 120), obj(50, 130)}
-	if fs := verify.BeyondHead(h, objs, nil, nil); len(fs) != 0 {
+	if fs := health.BeyondHead(h, objs, nil, nil); len(fs) != 0 {
 		t.Fatalf("leftovers of failed appends reported as a rollback: %+v", fs)
 	}
 	// an object starting above the head, and one reaching across it with
 	// no sibling
 	objs = []layout.StreamObject{obj(0, 50), obj(50, 90), obj(90, 110), obj(110, 120)}
-	fs := verify.BeyondHead(h, objs, nil, nil)
+	fs := health.BeyondHead(h, objs, nil, nil)
 	if len(fs) != 2 || fs[0].Object != obj(90, 110).Key || fs[1].Object != obj(110, 120).Key {
 		t.Fatalf("want [90,110) and [110,120) reported, got %+v", fs)
 	}
 	gens := []*layout.Generation{{StreamID: "s-1", Gen: 0, Kind: layout.KindCommitted, Base: 0, End: 100}, {StreamID: "s-1", Gen: 1, Kind: layout.KindCommitted, Base: 100, End: 101}}
 	cps := []store.ObjectInfo{{Key: layout.CheckpointKey("s-1", 100, "aaaaaaaaaaaa")}, {Key: layout.CheckpointKey("s-1", 101, "bbbbbbbbbbbb")}}
-	fs = verify.BeyondHead(h, nil, gens, cps)
+	fs = health.BeyondHead(h, nil, gens, cps)
 	if len(fs) != 2 || fs[0].Gen != 1 || fs[1].Object != cps[1].Key {
 		t.Fatalf("want generation 1 and the checkpoint at 101, got %+v", fs)
 	}

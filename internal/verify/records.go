@@ -36,7 +36,7 @@ func RecordsParallel(ctx context.Context, st store.Store, n int) ([]layout.Quara
 			if ctx.Err() != nil {
 				return loaded{}, ctx.Err()
 			}
-			err = fmt.Errorf("quarantine record %s: %w", key, malformed(err))
+			err = fmt.Errorf("quarantine record %s: %w", key, err)
 			return loaded{bad: &RecordFailure{Key: key, Error: err.Error(), err: err}}, nil
 		}
 		return loaded{q: q}, nil

@@ -26,6 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nereusctl/nereusctl/internal/health"
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/ntc2"
@@ -34,54 +35,34 @@ import (
 	"github.com/nereusctl/nereusctl/internal/stream"
 )
 
-// Checks, as findings name them.
+// Checks and scopes, as findings name them: health's (the cheap level
+// every command shares) and those only reading every byte finds.
 const (
-	CheckSetIdentity = "set-identity"
-	CheckManifest    = "manifest"
-	CheckCoverageGap = "coverage-gap"
-	CheckHead        = "head"
-	CheckSize        = "size"
-	CheckETag        = "etag"
-	CheckSHA256      = "sha256"
-	CheckCRC         = "crc"
-	CheckStructure   = "structure"
-	CheckCheckpoint  = "checkpoint"
-	// CheckBinding: the binding document does not decode or validate.
-	CheckBinding = "binding"
-	// CheckStreamHead: the stream head document is missing or malformed.
-	CheckStreamHead = "stream-head"
-	// CheckKind: a generation's kind does not fit what it holds (a
-	// TOPIC_COMPACTED manifest without sources or over COMMITTED objects,
-	// a COMMITTED one over NTC2 objects).
-	CheckKind = "kind"
-	// CheckCommittedGap: the sealed COMMITTED generations above the trim
-	// do not tile their range back to back.
-	CheckCommittedGap = "committed-gap"
-	// CheckBeyondHead: the stream holds objects, generations or
-	// checkpoints above its head (a rolled-back head).
-	CheckBeyondHead = "beyond-head"
-	// CheckChain: the open segment's objects do not reach the head back to
-	// back (a hole, or two overlapping chains).
-	CheckChain = "chain"
-	// CheckInvariant: documents that each decode contradict one another
-	// (layout.CheckInvariants, layout.CheckGenerations): e.g. an observed
-	// log start above the head's trim, coverage outside the stream,
-	// generations that overlap.
-	CheckInvariant = "invariant"
-)
+	CheckSetIdentity  = health.CheckSetIdentity
+	CheckManifest     = health.CheckManifest
+	CheckCoverageGap  = health.CheckCoverageGap
+	CheckHead         = health.CheckHead
+	CheckSize         = health.CheckSize
+	CheckETag         = health.CheckETag
+	CheckSHA256       = health.CheckSHA256
+	CheckCRC          = health.CheckCRC
+	CheckStructure    = health.CheckStructure
+	CheckCheckpoint   = health.CheckCheckpoint
+	CheckBinding      = health.CheckBinding
+	CheckStreamHead   = health.CheckStreamHead
+	CheckKind         = health.CheckKind
+	CheckCommittedGap = health.CheckCommittedGap
+	CheckBeyondHead   = health.CheckBeyondHead
+	CheckChain        = health.CheckChain
+	CheckInvariant    = health.CheckInvariant
 
-// Scopes of findings.
-const (
-	ScopeCoverage   = "compacted-coverage"
-	ScopeCommitted  = "committed"
-	ScopeCheckpoint = "checkpoint"
-	// ScopeBinding: the binding document itself.
-	ScopeBinding = "binding"
-	// ScopeStream: the stream's head against what the stream holds.
-	ScopeStream = "stream"
-	// ScopeOpenSegment: the objects above the last sealed generation, up to
-	// the head (checked with --deep).
-	ScopeOpenSegment = "open-segment"
+	ScopeCoverage    = health.ScopeCoverage
+	ScopeCommitted   = health.ScopeCommitted
+	ScopeCheckpoint  = health.ScopeCheckpoint
+	ScopeBinding     = health.ScopeBinding
+	ScopeStream      = health.ScopeStream
+	ScopeOpenSegment = health.ScopeOpenSegment
+	ScopeStore       = health.ScopeStore
 )
 
 // Sample selects a deterministic 1/T slice of the objects (N in [0, T)),
@@ -132,21 +113,15 @@ type Options struct {
 	Total func(n int64)
 }
 
-// Finding is one failed check.
-type Finding struct {
-	Partition string `json:"partition"`
-	Scope     string `json:"scope"`
-	Gen       int64  `json:"gen"`
-	Object    string `json:"object,omitempty"`
-	Check     string `json:"check"`
-	Expected  string `json:"expected,omitempty"`
-	Found     string `json:"found,omitempty"`
-	Detail    string `json:"detail"`
-}
+// Finding is one failed check (health.Finding).
+type Finding = health.Finding
 
 // Report is one partition's outcome.
 type Report struct {
-	Partition   string    `json:"partition"`
+	Partition string `json:"partition"`
+	// StreamID is the stream the binding references ("" when the binding
+	// could not be read).
+	StreamID    string    `json:"stream_id,omitempty"`
 	Coverage    string    `json:"coverage"`
 	SetID       string    `json:"set_id,omitempty"`
 	Findings    []Finding `json:"findings"`
@@ -181,9 +156,9 @@ func (r *Report) fail(err error) *Report {
 // other failure fills Error.
 func Named(ctx context.Context, st store.Store, tp layout.TopicPartition, o Options) *Report {
 	rep := &Report{Partition: tp.String(), Findings: []Finding{}}
-	b, _, err := LoadBinding(ctx, st, tp)
+	b, _, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
 	if err != nil {
-		if IsMalformed(err) {
+		if layout.IsCorrupt(err) {
 			rep.Findings = append(rep.Findings, Finding{Partition: tp.String(), Scope: ScopeBinding, Gen: -1, Object: layout.BindingKey(tp.Topic, tp.Partition), Check: CheckBinding, Detail: err.Error()})
 			return rep
 		}
@@ -207,179 +182,85 @@ type target struct {
 	ntc2  bool
 }
 
-// Partition verifies one binding: its compacted coverage (when not NONE),
-// the COMMITTED generations above the trim, the generations' kinds, the
-// head against what the stream holds, with Deep the open segment, and its
-// checkpoints. A stored document that does not decode is a finding; an
-// error is an I/O failure (the report so far is returned with it).
+// Partition verifies one binding: the partition's health (health.Gather:
+// the head, the stream's listing, every generation manifest, the
+// compacted coverage and its quarantine record), then each object against
+// its manifest (HEAD, size, ETag; with Deep every byte: SHA-256 and every
+// CRC), with Deep the open segment, and the checkpoints. A stored
+// document that does not decode is a finding; an error is an I/O failure
+// (the report so far is returned with it).
 func Partition(ctx context.Context, st store.Store, b *layout.Binding, o Options) (*Report, error) {
-	rep := &Report{Partition: b.Name(), Coverage: b.Coverage.State, SetID: b.Coverage.SetID, Findings: []Finding{}}
-	add := func(f Finding) {
-		f.Partition = b.Name()
-		rep.Findings = append(rep.Findings, f)
-	}
-	h, _, err := LoadHead(ctx, st, b.StreamID)
-	switch {
-	case err == nil:
-	case IsMalformed(err):
-		add(Finding{Scope: ScopeStream, Gen: -1, Object: layout.HeadKey(b.StreamID), Check: CheckStreamHead, Detail: err.Error()})
-		h = nil
-	case errors.Is(err, store.ErrNotFound):
-		add(Finding{Scope: ScopeStream, Gen: -1, Object: layout.HeadKey(b.StreamID), Check: CheckStreamHead, Expected: "present", Found: "missing", Detail: "the stream head is missing: " + err.Error()})
-		h = nil
-	default:
-		return rep, fmt.Errorf("verify %s: %w", b.Name(), err)
-	}
-	// The whole stream in one LIST where the store pages and the stream
-	// fits (layout.ListStream): generations, objects, checkpoints and the
-	// listed size and ETag of every object, so no HEAD per object either.
-	var listed *layout.StreamListing
-	if h != nil {
-		if listed, err = layout.ListStream(ctx, st, b.StreamID); err != nil {
-			return rep, fmt.Errorf("verify %s: %w", b.Name(), err)
-		}
-	}
-	// Each manifest is read once: the coverage members are generations
-	// the walk below reads too.
-	type loadedGen struct {
-		g   *layout.Generation
-		sum string
-		err error
-	}
-	manifests := map[int64]loadedGen{}
-	loadGen := func(n int64) (*layout.Generation, string, error) {
-		l, ok := manifests[n]
-		if !ok {
-			l.g, l.sum, l.err = LoadGeneration(ctx, st, b.StreamID, n)
-			manifests[n] = l
-		}
-		return l.g, l.sum, l.err
-	}
-	var targets []target
-	if b.Coverage.State != layout.CoverageNone {
-		ts, fs := coverageTargets(b, h, loadGen)
-		for _, f := range fs {
-			add(f)
-		}
-		targets = append(targets, ts...)
-	}
-	var gens []int64
-	if listed != nil {
-		gens, err = listed.Generations()
-	} else {
-		gens, err = layout.ListGenerations(ctx, st, b.StreamID)
-	}
+	rep := &Report{Partition: b.Name(), StreamID: b.StreamID, Coverage: b.Coverage.State, SetID: b.Coverage.SetID, Findings: []Finding{}}
+	hrep, obs, err := health.Gather(ctx, st, b, health.Prior{KeysOnly: o.Deep})
 	if err != nil {
 		return rep, fmt.Errorf("verify %s: %w", b.Name(), err)
 	}
-	trim := int64(-1)
+	rep.Findings = append(rep.Findings, hrep.Findings...)
+	rep.Blocked, rep.BlockedReason = hrep.Blocked, hrep.BlockedReason
+	h := obs.Head
+	seen := map[string]bool{}
+	for _, f := range rep.Findings {
+		seen[f.Object+"\x00"+f.Check] = true
+	}
+	add := func(f Finding) {
+		if f.Object != "" && seen[f.Object+"\x00"+f.Check] {
+			return // health named it already (from the listing)
+		}
+		f.Partition = b.Name()
+		rep.Findings = append(rep.Findings, f)
+	}
 	if h != nil {
-		trim = h.Trim
-	}
-	var loaded, committed []*layout.Generation
-	compactedGens := 0
-	for _, n := range gens {
-		g, _, err := loadGen(n)
+		var targets []target
+		var committed []*layout.Generation
+		members := map[int64]bool{}
+		for _, m := range b.Coverage.Members {
+			members[m.Gen] = true
+		}
+		for _, m := range obs.Manifests {
+			g := m.G
+			if g == nil {
+				continue
+			}
+			if _, bad := health.KindFinding(g); bad {
+				continue
+			}
+			switch {
+			case g.Kind == layout.KindTopicCompacted:
+				if b.Coverage.State != layout.CoverageNone && members[g.Gen] && memberDigestOK(b, m) {
+					for i := range g.Objects {
+						targets = append(targets, target{scope: ScopeCoverage, gen: g.Gen, ref: &g.Objects[i], ntc2: true})
+					}
+				}
+			case g.End > h.Trim:
+				committed = append(committed, g)
+				for i := range g.Objects {
+					targets = append(targets, target{scope: ScopeCommitted, gen: g.Gen, ref: &g.Objects[i]})
+				}
+			}
+		}
+		listed := listingOf(obs)
+		for _, f := range checkObjects(ctx, st, targets, listed, o, rep) {
+			add(f)
+		}
+		if o.Deep {
+			for _, f := range openSegment(ctx, st, h, obs.Objects, committed, o, rep) {
+				add(f)
+			}
+		}
+		// The checkpoints are checked against the same head and listings
+		// as everything above: one listing of the objects per partition.
+		crep, err := recovery.VerifyListed(ctx, st, b, h, obs.Objects, obs.Checkpoints)
 		if err != nil {
-			if !IsMalformed(err) && !errors.Is(err, store.ErrNotFound) {
-				return rep, fmt.Errorf("verify %s: %w", b.Name(), err)
-			}
-			add(Finding{Scope: ScopeCommitted, Gen: n, Object: layout.GenerationKey(b.StreamID, n), Check: CheckManifest, Detail: err.Error()})
-			continue
+			return rep, fmt.Errorf("verify %s: checkpoints: %w", b.Name(), err)
 		}
-		loaded = append(loaded, g)
-		if f, bad := kindFinding(g); bad {
-			add(f)
-			continue
-		}
-		if g.Kind == layout.KindTopicCompacted {
-			compactedGens++
-			continue
-		}
-		if g.End <= trim {
-			continue // below the trim: garbage for gc, not data
-		}
-		committed = append(committed, g)
-		for i := range g.Objects {
-			targets = append(targets, target{scope: ScopeCommitted, gen: g.Gen, ref: &g.Objects[i]})
-		}
-	}
-	for _, f := range committedGaps(committed, trim) {
-		add(f)
-	}
-	if b.Coverage.State == layout.CoverageNone && compactedGens > 0 {
-		// A stream that holds compacted generations had coverage once:
-		// with NONE, readers would fall back to COMMITTED data that
-		// compaction superseded (compacted-away values come back).
-		rep.Blocked = true
-		rep.BlockedReason = fmt.Sprintf("mandatory compacted coverage is missing: the binding's coverage is NONE but the stream holds %d TOPIC_COMPACTED generation(s)", compactedGens)
-	}
-	var objs []layout.StreamObject
-	var cps []store.ObjectInfo
-	if h != nil {
-		// Keys only (a file:// listing then stats no object): nothing
-		// below needs a listed size but the open segment's progress total,
-		// and a checked object's size is the one its read returns.
-		var infos []store.ObjectInfo
-		if listed != nil {
-			infos = listed.Under(layout.ObjectsPrefix(b.StreamID))
-		} else {
-			infos, err = store.ListKeys(ctx, st, layout.ObjectsPrefix(b.StreamID))
-		}
-		if err == nil {
-			objs, err = layout.AppendStreamObjects(make([]layout.StreamObject, 0, len(infos)), infos)
-		}
-		if err != nil {
-			return rep, fmt.Errorf("verify %s: %w", b.Name(), err)
-		}
-		if listed != nil {
-			cps = listed.Under(layout.CheckpointsPrefix(b.StreamID))
-		} else if cps, err = st.List(ctx, layout.CheckpointsPrefix(b.StreamID)); err != nil {
-			return rep, fmt.Errorf("verify %s: %w", b.Name(), err)
-		}
-		for _, f := range BeyondHead(h, objs, loaded, cps) {
-			add(f)
-		}
-	}
-	for _, f := range checkObjects(ctx, st, targets, listed, o, rep) {
-		add(f)
-	}
-	if o.Deep && h != nil {
-		for _, f := range openSegment(ctx, st, h, objs, committed, o, rep) {
-			add(f)
-		}
-	}
-	if h != nil && len(rep.Findings) == 0 {
-		// The cross-document invariants, on a partition whose documents
-		// and objects each passed (a finding above already names what a
-		// violation here would repeat).
-		if err := layout.CheckInvariants(b, h); err != nil {
-			add(Finding{Scope: ScopeBinding, Gen: -1, Object: layout.BindingKey(b.Topic, b.Partition), Check: CheckInvariant, Detail: err.Error()})
-		} else {
-			sums := make([]layout.GenerationSummary, len(loaded))
-			for i, g := range loaded {
-				sums[i] = g.Summary()
-			}
-			if err := layout.CheckGenerations(b, h, sums); err != nil {
-				add(Finding{Scope: ScopeStream, Gen: -1, Object: layout.GenerationsPrefix(b.StreamID), Check: CheckInvariant, Detail: err.Error()})
-			}
+		for _, f := range crep.Findings {
+			add(Finding{Scope: ScopeCheckpoint, Gen: -1, Object: f.Key, Check: CheckCheckpoint + ":" + f.Check, Detail: f.Detail})
 		}
 	}
 	coverageFindings := 0
 	for _, f := range rep.Findings {
 		if f.Scope == ScopeCoverage {
 			coverageFindings++
-		}
-	}
-	if h != nil {
-		// The checkpoints are checked against the same head and listings
-		// as everything above: one listing of the objects per partition.
-		crep, err := recovery.VerifyListed(ctx, st, b, h, objs, cps)
-		if err != nil {
-			return rep, fmt.Errorf("verify %s: checkpoints: %w", b.Name(), err)
-		}
-		for _, f := range crep.Findings {
-			add(Finding{Scope: ScopeCheckpoint, Gen: -1, Object: f.Key, Check: CheckCheckpoint + ":" + f.Check, Detail: f.Detail})
 		}
 	}
 	if coverageFindings > 0 && b.Coverage.State == layout.CoverageActive {
@@ -390,108 +271,41 @@ func Partition(ctx context.Context, st store.Store, b *layout.Binding, o Options
 				return rep, err
 			}
 			rep.Quarantined = true
+			rep.Blocked = true
+			rep.BlockedReason = "compacted set " + b.Coverage.SetID + " is QUARANTINED"
 		}
-	}
-	if b.Coverage.State == layout.CoverageQuarantined {
-		rep.Blocked = true
-		rep.BlockedReason = "compacted set " + b.Coverage.SetID + " is QUARANTINED"
 	}
 	rep.Coverage = b.Coverage.State
 	return rep, nil
 }
 
-// kindFinding checks that a generation's kind fits what it holds: a
-// TOPIC_COMPACTED generation is computed from sources and holds NTC2
-// objects under compacted/; a COMMITTED one holds batch objects under
-// objects/. A COMMITTED manifest whose kind was flipped would otherwise
-// drop out of the COMMITTED checks unseen.
-func kindFinding(g *layout.Generation) (Finding, bool) {
-	key := layout.GenerationKey(g.StreamID, g.Gen)
-	f := Finding{Scope: ScopeCommitted, Gen: g.Gen, Object: key, Check: CheckKind, Expected: g.Kind}
-	if g.Kind == layout.KindTopicCompacted {
-		if len(g.Sources) == 0 {
-			f.Found = "no sources"
-			f.Detail = fmt.Sprintf("TOPIC_COMPACTED generation %d [%d, %d) names no sources (a COMMITTED manifest with its kind changed?)", g.Gen, g.Base, g.End)
-			return f, true
+// memberDigestOK reports whether the manifest read is the coverage
+// member's (its digest the set records): only then are its objects the
+// set's to check (health names the other case).
+func memberDigestOK(b *layout.Binding, m health.Manifest) bool {
+	for _, mm := range b.Coverage.Members {
+		if mm.Gen == m.Gen {
+			return mm.ManifestSHA256 == m.SHA256
 		}
 	}
-	for _, ref := range g.Objects {
-		inObjects := strings.HasPrefix(ref.Key, layout.ObjectsPrefix(g.StreamID))
-		if g.Kind == layout.KindTopicCompacted && inObjects || g.Kind == layout.KindCommitted && !inObjects {
-			f.Found = ref.Key
-			f.Detail = fmt.Sprintf("%s generation %d [%d, %d) holds %s, not an object of its kind", g.Kind, g.Gen, g.Base, g.End, ref.Key)
-			return f, true
-		}
-	}
-	return Finding{}, false
+	return false
 }
 
-// committedGaps checks that the sealed COMMITTED generations above the trim
-// tile their range: the first holds the trim, each starts where the
-// previous one ended.
-func committedGaps(gens []*layout.Generation, trim int64) []Finding {
-	gs := append([]*layout.Generation(nil), gens...)
-	sort.Slice(gs, func(i, j int) bool { return gs[i].Base < gs[j].Base })
-	var fs []Finding
-	for i, g := range gs {
-		want := trim
-		if i > 0 {
-			want = gs[i-1].End
-		} else if trim < 0 || g.Base <= trim {
-			continue
-		}
-		if g.Base != want {
-			what := "gap"
-			if g.Base < want {
-				what = "overlap"
-			}
-			fs = append(fs, Finding{Scope: ScopeCommitted, Gen: g.Gen, Object: layout.GenerationKey(g.StreamID, g.Gen), Check: CheckCommittedGap, Expected: fmt.Sprint(want), Found: fmt.Sprint(g.Base),
-				Detail: fmt.Sprintf("sealed COMMITTED generations have a %s: generation %d starts at %d, the previous range ends at %d", what, g.Gen, g.Base, want)})
-		}
-	}
-	return fs
+// listingOf is the stream's listing as health took it, for the object
+// checks: the size and ETag of every object and view it lists.
+type streamListing struct {
+	infos map[string]store.ObjectInfo
 }
 
-// BeyondHead finds what a stream holds above its head: objects starting
-// above it (an append only ever writes at the head, so that is no failed
-// append's leftover) or reaching across it without a sibling, generations
-// ending above it and checkpoints anchored above it. An object starting
-// exactly at the head is what a failed append leaves and is not reported. Any of them means the head was rolled back: the data above it
-// is the stream's, and gc must not collect it.
-func BeyondHead(h *layout.Head, objs []layout.StreamObject, gens []*layout.Generation, checkpoints []store.ObjectInfo) []Finding {
-	var fs []Finding
-	f := func(gen int64, key, found, detail string) {
-		fs = append(fs, Finding{Scope: ScopeStream, Gen: gen, Object: key, Check: CheckBeyondHead, Expected: fmt.Sprintf("<= %d", h.Head), Found: found, Detail: detail})
+func listingOf(o *health.Observed) *streamListing {
+	l := &streamListing{infos: make(map[string]store.ObjectInfo, len(o.Objects)+len(o.Compacted))}
+	for _, ob := range o.Objects {
+		l.infos[ob.Key] = store.ObjectInfo{Key: ob.Key, Size: ob.Size, ETag: ob.ETag}
 	}
-	// An append that lost its head CAS leaves an object starting where the
-	// winner's object starts (both wrote at the head they read); one
-	// reaching across the head with no such sibling was below the head.
-	sibling := map[int64]bool{}
-	for _, o := range objs {
-		if o.End <= h.Head {
-			sibling[o.Base] = true
-		}
+	for k, in := range o.Compacted {
+		l.infos[k] = in
 	}
-	for _, o := range objs {
-		switch {
-		case o.Base > h.Head:
-			f(-1, o.Key, fmt.Sprint(o.Base), fmt.Sprintf("object [%d, %d) starts above the head %d", o.Base, o.End, h.Head))
-		case o.Base < h.Head && o.End > h.Head && !sibling[o.Base]:
-			f(-1, o.Key, fmt.Sprint(o.End), fmt.Sprintf("object [%d, %d) reaches across the head %d and is no failed append's leftover (no object of the chain starts at %d)", o.Base, o.End, h.Head, o.Base))
-		}
-	}
-	for _, g := range gens {
-		if g.End > h.Head {
-			f(g.Gen, layout.GenerationKey(g.StreamID, g.Gen), fmt.Sprint(g.End), fmt.Sprintf("%s generation %d [%d, %d) ends above the head %d", g.Kind, g.Gen, g.Base, g.End, h.Head))
-		}
-	}
-	for _, in := range checkpoints {
-		anchor, _, err := layout.ParseCheckpointKey(in.Key)
-		if err == nil && anchor > h.Head {
-			f(-1, in.Key, fmt.Sprint(anchor), fmt.Sprintf("checkpoint anchored at %d, above the head %d", anchor, h.Head))
-		}
-	}
-	return fs
+	return l
 }
 
 // openSegment checks the objects above the last sealed COMMITTED generation
@@ -553,63 +367,9 @@ func openSegment(ctx context.Context, st store.Store, h *layout.Head, objs []lay
 	return fs
 }
 
-// coverageTargets checks the set's documents: identity, manifests, gap-free
-// range; and returns the member objects to check.
-func coverageTargets(b *layout.Binding, h *layout.Head, loadGen func(int64) (*layout.Generation, string, error)) ([]target, []Finding) {
-	var ts []target
-	var fs []Finding
-	c := b.Coverage
-	if got := layout.SetID(c.Members); got != c.SetID {
-		fs = append(fs, Finding{Scope: ScopeCoverage, Gen: -1, Check: CheckSetIdentity, Expected: c.SetID, Found: got, Detail: "the members' (gen, manifest sha256) list does not hash to the binding's set_id"})
-	}
-	var gens []*layout.Generation
-	for _, m := range c.Members {
-		key := layout.GenerationKey(b.StreamID, m.Gen)
-		g, sum, err := loadGen(m.Gen)
-		if err != nil {
-			fs = append(fs, Finding{Scope: ScopeCoverage, Gen: m.Gen, Object: key, Check: CheckManifest, Expected: m.ManifestSHA256, Detail: err.Error()})
-			continue
-		}
-		if sum != m.ManifestSHA256 {
-			fs = append(fs, Finding{Scope: ScopeCoverage, Gen: m.Gen, Object: key, Check: CheckManifest, Expected: m.ManifestSHA256, Found: sum, Detail: "manifest digest differs from the set member's"})
-			continue
-		}
-		if g.Kind != layout.KindTopicCompacted {
-			fs = append(fs, Finding{Scope: ScopeCoverage, Gen: m.Gen, Object: key, Check: CheckManifest, Detail: "member is a " + g.Kind + " generation"})
-			continue
-		}
-		gens = append(gens, g)
-		for i := range g.Objects {
-			ts = append(ts, target{scope: ScopeCoverage, gen: g.Gen, ref: &g.Objects[i], ntc2: true})
-		}
-	}
-	// Gap-free from the log start to the compacted end.
-	sort.Slice(gens, func(i, j int) bool { return gens[i].Base < gens[j].Base })
-	at := c.Start
-	if h != nil && c.Start > h.Trim {
-		fs = append(fs, Finding{Scope: ScopeCoverage, Gen: -1, Check: CheckCoverageGap, Expected: fmt.Sprint(h.Trim), Found: fmt.Sprint(c.Start), Detail: fmt.Sprintf("coverage starts at %d, above the log start %d", c.Start, h.Trim)})
-	}
-	for _, g := range gens {
-		if g.Base > at {
-			fs = append(fs, Finding{Scope: ScopeCoverage, Gen: g.Gen, Check: CheckCoverageGap, Expected: fmt.Sprint(at), Found: fmt.Sprint(g.Base), Detail: fmt.Sprintf("gap [%d, %d) before generation %d", at, g.Base, g.Gen)})
-		}
-		for _, ref := range g.Objects {
-			if ref.Base > at {
-				fs = append(fs, Finding{Scope: ScopeCoverage, Gen: g.Gen, Object: ref.Key, Check: CheckCoverageGap, Expected: fmt.Sprint(at), Found: fmt.Sprint(ref.Base), Detail: fmt.Sprintf("gap [%d, %d) before object %s", at, ref.Base, ref.Key)})
-			}
-			at = max(at, ref.End)
-		}
-		at = max(at, g.End)
-	}
-	if len(gens) > 0 && at < c.End {
-		fs = append(fs, Finding{Scope: ScopeCoverage, Gen: -1, Check: CheckCoverageGap, Expected: fmt.Sprint(c.End), Found: fmt.Sprint(at), Detail: fmt.Sprintf("members end at %d, coverage claims %d", at, c.End)})
-	}
-	return ts, fs
-}
-
 // checkObjects checks each target: HEAD, size and ETag always; with Deep
 // (and inside the sample) every byte: SHA-256 and every CRC, in parallel.
-func checkObjects(ctx context.Context, st store.Store, ts []target, listed *layout.StreamListing, o Options, rep *Report) []Finding {
+func checkObjects(ctx context.Context, st store.Store, ts []target, listed *streamListing, o Options, rep *Report) []Finding {
 	workers := o.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -676,16 +436,16 @@ func checkObjects(ctx context.Context, st store.Store, ts []target, listed *layo
 	return out
 }
 
-// fromListing is what a complete stream listing says of key (its size
-// and ETag) in place of a HEAD, and whether it lists the key at all. ok is
-// false without a listing, or where it has no ETag for the key: HEAD is
-// asked then.
-func fromListing(listed *layout.StreamListing, key string) (info store.ObjectInfo, found, ok bool) {
+// fromListing is what the stream's listing says of key (its size and
+// ETag) in place of a HEAD, and whether it lists the key at all. ok is
+// false without a listing, or where it has no ETag for the key (file://
+// lists without digests): HEAD is asked then.
+func fromListing(listed *streamListing, key string) (info store.ObjectInfo, found, ok bool) {
 	if listed == nil {
 		return store.ObjectInfo{}, false, false
 	}
-	info, found = listed.Info(key)
-	if found && info.ETag == "" {
+	info, found = listed.infos[key]
+	if !found || info.ETag == "" {
 		return store.ObjectInfo{}, false, false
 	}
 	return info, found, true
@@ -695,7 +455,7 @@ func fromListing(listed *layout.StreamListing, key string) (info store.ObjectInf
 // the object and its size in one step (store.GetSizedInto: one open on
 // file://, and no digest computed by the store) into buf, which it
 // returns (grown) for the next object.
-func checkObject(ctx context.Context, st store.Store, t target, listed *layout.StreamListing, o Options, buf []byte) ([]Finding, int64, []byte) {
+func checkObject(ctx context.Context, st store.Store, t target, listed *streamListing, o Options, buf []byte) ([]Finding, int64, []byte) {
 	f := func(check, expected, found, detail string) Finding {
 		return Finding{Scope: t.scope, Gen: t.gen, Object: t.ref.Key, Check: check, Expected: expected, Found: found, Detail: detail}
 	}

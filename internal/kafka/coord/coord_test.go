@@ -11,8 +11,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/nereusctl/nereusctl/internal/kafka"
 )
 
 // fixtureRoot is the repository's real Kafka fixtures (testdata/kafka);

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/storeprobe"
 )
 
 // ManyKeys is how many objects the pagination test writes: more than one
@@ -62,6 +63,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"GetInto", testGetInto},
 		{"ListOrderAndPrefix", testList},
 		{"ListAfter", testListAfter},
+		{"ListDirs", testListDirs},
 		{"ListPagination", testPagination},
 		{"NotFound", testNotFound},
 		{"Preconditions", testPreconditions},
@@ -74,6 +76,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"GetCapped", testGetCapped},
 		{"NoTornReads", testNoTornReads},
 		{"Cancelled", testCancelled},
+		{"StoreProbe", testStoreProbe},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, mk) })
@@ -295,6 +298,31 @@ func testList(t *testing.T, mk func(*testing.T) *store.Counter) {
 	}
 	_, err := s.List(ctx, "../")
 	wantErr(t, "list ../", err, store.ErrInvalidKey)
+}
+
+// testListDirs: store.ListDirs names the folders one level under a
+// prefix (S3's Delimiter "/" common prefixes), the same set a whole
+// listing gives, in one LIST; a file beside the folders is not one.
+func testListDirs(t *testing.T, mk func(*testing.T) *store.Counter) {
+	s := mk(t)
+	ctx := ctxT(t)
+	for _, k := range []string{"streams/s1/head.json", "streams/s1/objects/0-1.kb", "streams/s2/head.json", "streams/s3/x/y.json", "streams/readme", "other/s9/head.json"} {
+		put(t, s, k, []byte("v"), store.None())
+	}
+	before := s.Counts()[store.VerbList]
+	got, err := store.ListDirs(ctx, s, "streams/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"s1", "s2", "s3"}; !slices.Equal(got, want) {
+		t.Fatalf("ListDirs(streams/) = %q, want %q", got, want)
+	}
+	if n := s.Counts()[store.VerbList] - before; n != 1 {
+		t.Fatalf("ListDirs sent %d LISTs, want 1", n)
+	}
+	if got, err := store.ListDirs(ctx, s, "nothing/"); err != nil || len(got) != 0 {
+		t.Fatalf("ListDirs(nothing/) = %q, %v", got, err)
+	}
 }
 
 // testListAfter: ListAfter(prefix, k) is exactly List(prefix) after k,
@@ -896,4 +924,33 @@ func testCancelled(t *testing.T, mk func(*testing.T) *store.Counter) {
 	if _, err := s.Head(ctxT(t), "c/x"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("a cancelled put left an object: %v", err)
 	}
+}
+
+// testStoreProbe: the backend passes the store probe (package storeprobe)
+// that mutating commands run before they trust an s3:// store, every check
+// of it, and the probe leaves nothing behind.
+func testStoreProbe(t *testing.T, mk func(*testing.T) *store.Counter) {
+	s := mk(t)
+	ctx := ctxT(t)
+	nonce := storeprobe.NewNonce()
+	res, err := storeprobe.Run(ctx, s, storeprobe.Options{Nonce: nonce, KeepsSHA256: storeprobe.KeepsSHA256(s)})
+	if err != nil {
+		t.Fatalf("store probe: %v", err)
+	}
+	if names := storeprobe.CheckNames(); len(res.Checks) != len(names) {
+		t.Fatalf("store probe made %d checks, want %d (%v)", len(res.Checks), len(names), names)
+	}
+	for _, c := range res.Checks {
+		if !c.OK {
+			t.Errorf("store probe: %s failed: %s", c.Name, c.Detail)
+		}
+	}
+	if !res.OK() {
+		t.Fatalf("store probe failed on %s", s)
+	}
+	left, err := s.List(ctx, storeprobe.ScratchPrefix(nonce))
+	if err != nil || len(left) != 0 {
+		t.Fatalf("the probe left %v under %s (%v)", left, storeprobe.ScratchPrefix(nonce), err)
+	}
+	t.Logf("store probe of %s: %s", s, s.Counts())
 }

@@ -210,7 +210,11 @@ func Start(target string, delay time.Duration) (*Proxy, error) {
 				_, _ = io.Copy(io.Discard, r.Body)
 				cw.Header().Set("Content-Type", "application/xml")
 				cw.WriteHeader(http.StatusServiceUnavailable)
-				_, _ = io.WriteString(cw, unavailable)
+				if r.Method != http.MethodHead {
+					// (a HEAD response has no body: the server
+					// would drop it, yet count it written)
+					_, _ = io.WriteString(cw, unavailable)
+				}
 				return
 			}
 			rp.ServeHTTP(cw, r)

@@ -150,7 +150,7 @@ func TestCompletionScripts(t *testing.T) {
 func TestLayoutSchemas(t *testing.T) {
 	schemas := map[string]*jsonschema.Schema{}
 	c := jsonschema.NewCompiler()
-	for _, name := range []string{"binding", "head", "generation", "quarantine", "lease", "retention-progress", "store-probe"} {
+	for _, name := range []string{"binding", "head", "generation", "quarantine", "lease", "deletion", "retention-progress", "store-probe"} {
 		path, err := filepath.Abs(filepath.Join(docsDir, "formats", "schemas", name+".schema.json"))
 		if err != nil {
 			t.Fatal(err)
@@ -226,6 +226,31 @@ func TestLayoutSchemas(t *testing.T) {
 	mustValidate("lease", "leases/retention.json", leaseDoc)
 	if err := l.Release(ctx); err != nil {
 		t.Fatal(err)
+	}
+
+	// Real deletion records, as delete-binding writes them (of a live
+	// binding, and of an orphan stream).
+	for _, args := range [][]string{{"delete-binding", "orders-0", "--yes"}, {"delete-binding", "payments-0", "--orphan", "s-orphan-test", "--yes"}} {
+		if args[1] == "payments-0" {
+			if _, err := st.Put(ctx, layout.HeadKey("s-orphan-test"), []byte("{}"), store.IfAbsent()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var out, errb bytes.Buffer
+		if code := Execute(ctx, append([]string{"--store", "file://" + dir}, args...), &out, &errb); code != 0 {
+			t.Fatalf("%v: exit %d\n%s", args, code, errb.String())
+		}
+	}
+	dels, _ := filepath.Glob(filepath.Join(dir, "deleted", "*.json"))
+	if len(dels) != 2 {
+		t.Fatalf("delete-binding wrote %d deletion records, want 2", len(dels))
+	}
+	for _, f := range dels {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustValidate("deletion", filepath.Base(f), data)
 	}
 
 	// A real store probe result, passed and failed, as the gate records

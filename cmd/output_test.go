@@ -124,7 +124,7 @@ func TestOutputWideShowsMoreColumns(t *testing.T) {
 		args []string
 		wide *regexp.Regexp // only under -o wide
 	}{
-		{[]string{"status"}, regexp.MustCompile(`(?m)^PARTITION .*DATA LOSS +HEALTH +COMPACTED +POLICY +PRODUCERS +OPEN TXNS\s*$`)},
+		{[]string{"status"}, regexp.MustCompile(`(?m)^PARTITION .*DATA LOSS +COMPACTED +POLICY +PRODUCERS +OPEN TXNS\s*$`)},
 		{[]string{"checkpoint", "list", "orders-0"}, regexp.MustCompile(`(?m)^ANCHOR .*KEY +MODIFIED +DETAIL\s*$|\b[0-9a-f]{64}\b`)},
 		{[]string{"quarantine", "list"}, regexp.MustCompile(`(?m)^PARTITION .*WHEN +DIGEST +STREAM +DETAIL\s*$`)},
 	}

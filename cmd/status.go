@@ -133,7 +133,7 @@ func renderStatus(g *globals, rows []status.Partition, storeFindings []health.Fi
 		}
 		return writeJSON(g.stdout, statusJSON{SchemaVersion: SchemaVersion, Partitions: rows, StoreFindings: storeFindings})
 	}
-	headers := []string{"PARTITION", "STREAM", "LOG START", "HEAD", "LSO", "CHECKPOINT", "AGE", "TAIL OBJS", "COVERAGE", "BLOCKED", "CONFIG", "DATA LOSS", "HEALTH"}
+	headers := []string{"PARTITION", "STREAM", "LOG START", "HEAD", "LSO", "CHECKPOINT", "AGE", "TAIL OBJS", "COVERAGE", "BLOCKED", "CONFIG", "DATA LOSS"}
 	if g.wide() {
 		headers = append(headers, statusWideHeaders...)
 	}
@@ -142,7 +142,7 @@ func renderStatus(g *globals, rows []status.Partition, storeFindings []health.Fi
 	out := newTableRows(headers...)
 	for _, r := range rows {
 		if r.Error != "" {
-			row := []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), r.StreamID, "-", "-", "-", "-", "-", "-", "-", "-", shortConfigSource(r.ConfigSource), "error: " + r.Error, healthCell(r)}
+			row := []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), r.StreamID, "-", "-", "-", "-", "-", "-", "-", "-", shortConfigSource(r.ConfigSource), "error: " + r.Error}
 			if g.wide() {
 				row = append(row, "-", "-", "-", "-")
 			}
@@ -169,27 +169,13 @@ func renderStatus(g *globals, rows []status.Partition, storeFindings []health.Fi
 			loss = "missing " + strings.Join(parts, " ")
 			lso, tail = "-", "-"
 		}
-		row := []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), r.StreamID, fmt.Sprint(r.LogStart), fmt.Sprint(r.Head), lso, anchor, age, tail, r.Coverage, blocked, shortConfigSource(r.ConfigSource), loss, healthCell(r)}
+		row := []string{fmt.Sprintf("%s-%d", r.Topic, r.Partition), r.StreamID, fmt.Sprint(r.LogStart), fmt.Sprint(r.Head), lso, anchor, age, tail, r.Coverage, blocked, shortConfigSource(r.ConfigSource), loss}
 		if g.wide() {
 			row = append(row, statusWide(r)...)
 		}
 		out.add(row...)
 	}
 	return out.render(g.stdout)
-}
-
-// healthCell is a row's HEALTH column: ok, or how many findings (and
-// blocked).
-func healthCell(r status.Partition) string {
-	switch {
-	case len(r.Findings) > 0:
-		return fmt.Sprintf("%d finding(s)", len(r.Findings))
-	case r.Blocked:
-		return "blocked"
-	case r.Error != "":
-		return "-"
-	}
-	return "ok"
 }
 
 // findingNote is one health finding as a note line, with its hint.
@@ -215,6 +201,9 @@ func statusNotes(rows []status.Partition, storeFindings []health.Finding) []stri
 	}
 	for _, r := range rows {
 		name := fmt.Sprintf("%s-%d", r.Topic, r.Partition)
+		if r.Blocked && r.BlockedReason != "" {
+			out = append(out, fmt.Sprintf("%s: BLOCKED: %s (hint: %s)", name, r.BlockedReason, health.HintBlocked))
+		}
 		for _, f := range r.Findings {
 			if f.Scope == health.ScopeCheckpoint {
 				continue // the skipped-checkpoint note below says it
@@ -274,9 +263,9 @@ type statusJSON struct {
 }
 
 func statusExit(rows []status.Partition, storeFindings []health.Finding) error {
-	var blocked, failed, lost []string
+	var blocked, failed, lost, quarantined []string
 	for _, f := range storeFindings {
-		lost = append(lost, "store: "+f.Check+" "+f.Object)
+		lost = append(lost, "store: "+f.Check+" check failed on "+f.Object)
 	}
 	for _, r := range rows {
 		name := fmt.Sprintf("%s-%d", r.Topic, r.Partition)
@@ -290,6 +279,9 @@ func statusExit(rows []status.Partition, storeFindings []health.Finding) error {
 		}
 		if r.Blocked {
 			blocked = append(blocked, name)
+			if r.Coverage == layout.CoverageQuarantined {
+				quarantined = append(quarantined, name)
+			}
 		}
 		if r.Error != "" {
 			failed = append(failed, name)
@@ -298,11 +290,15 @@ func statusExit(rows []status.Partition, storeFindings []health.Finding) error {
 	// Data loss and corruption come first: they are the answer an
 	// operator must not miss among blocked or unreadable partitions.
 	if len(lost) > 0 {
-		return exitcode.Wrap(exitcode.Verify, fmt.Errorf("status: %d partition(s) or store findings with missing or corrupt data: %s", len(lost), exitcode.List(lost, "; ")),
+		return exitcode.Wrap(exitcode.Verify, fmt.Errorf("status: %d partition(s) have missing or corrupt data: %s", len(lost), exitcode.List(lost, "; ")),
 			statusHint(rows, storeFindings))
 	}
 	if len(blocked) > 0 {
-		return exitcode.BlockedErr(fmt.Errorf("status: %d partition(s) blocked: %s", len(blocked), exitcode.List(blocked, ", ")),
+		why := "quarantined compacted coverage"
+		if len(quarantined) < len(blocked) {
+			why = "quarantined or missing mandatory compacted coverage"
+		}
+		return exitcode.BlockedErr(fmt.Errorf("status: %d partition(s) blocked by %s: %s", len(blocked), why, exitcode.List(blocked, ", ")),
 			health.HintBlocked)
 	}
 	if len(failed) > 0 {

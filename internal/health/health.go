@@ -121,6 +121,11 @@ type Report struct {
 	// coverage, or mandatory coverage missing).
 	Blocked       bool   `json:"blocked"`
 	BlockedReason string `json:"blocked_reason,omitempty"`
+	// Quarantined are the coverage findings of a set already QUARANTINED:
+	// the damage the quarantine record names, which repair mends. They
+	// block the partition (Blocked) and are no new finding of it; verify
+	// reports them.
+	Quarantined []Finding `json:"-"`
 }
 
 // OK reports a partition that may be acted on.
@@ -141,6 +146,23 @@ func (r *Report) Err() error {
 		return nil
 	}
 	return &Error{Report: r}
+}
+
+// MutationErr is Err for a command about to write: a damaged checkpoint
+// alone does not refuse it (a checkpoint only accelerates a restart, and
+// the write publishes a new one: checkpoint create is that finding's
+// remedy), every other finding and a blocked partition do.
+func (r *Report) MutationErr() error {
+	if r == nil {
+		return nil
+	}
+	refuse := &Report{Partition: r.Partition, Blocked: r.Blocked, BlockedReason: r.BlockedReason}
+	for _, f := range r.Findings {
+		if f.Scope != ScopeCheckpoint {
+			refuse.Findings = append(refuse.Findings, f)
+		}
+	}
+	return refuse.Err()
 }
 
 // Error is an unhealthy partition, as an error: its kind is the first
@@ -220,7 +242,7 @@ const (
 )
 
 // HintBlocked is the hint for a blocked partition.
-const HintBlocked = "the partition's coordinator is blocked: see 'nereusctl quarantine list' and " + RunbookBlocked
+const HintBlocked = "see 'nereusctl quarantine list' and " + RunbookBlocked
 
 // HintFor is the operator hint for one finding, chosen from its scope and
 // check: each kind of finding has its own.
@@ -366,8 +388,14 @@ func Check(o *Observed) *Report {
 			rep.BlockedReason = fmt.Sprintf("mandatory compacted coverage is missing: the binding's coverage is NONE but the stream holds %d TOPIC_COMPACTED generation(s)", compacted)
 		}
 	}
-	if b.Coverage.State != layout.CoverageNone {
+	if b.Coverage.State == layout.CoverageActive {
 		rep.Add(coverage(o, gens)...)
+	}
+	if b.Coverage.State == layout.CoverageQuarantined {
+		for _, f := range coverage(o, gens) {
+			f.Partition = rep.Partition
+			rep.Quarantined = append(rep.Quarantined, f)
+		}
 	}
 	if b.Coverage.State == layout.CoverageQuarantined {
 		rep.Blocked = true

@@ -141,10 +141,10 @@ type Options struct {
 	// the checkpoint path did: both sides then apply the same clocks at
 	// the same offsets and their digests compare like for like.
 	AsOfCheckpoint *CheckpointClock
-	// RequireHealthy makes an unhealthy partition (Result.Health) an
-	// error (a *health.Error: corrupt or missing data, or blocked): what
-	// every mutating operation replays with, so that nothing is written
-	// over a partition verify would fail.
+	// RequireHealthy makes an unhealthy partition (Result.Health's
+	// MutationErr) an error (a *health.Error: corrupt or missing data, or
+	// blocked): what every mutating operation replays with, so that
+	// nothing is written over a partition verify would fail.
 	RequireHealthy bool
 	// Log receives the replay's fallbacks at info level: a checkpoint
 	// skipped and why, a full replay because none could be used, a full
@@ -381,7 +381,7 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 	}
 	res.Health = rep
 	if opt.RequireHealthy {
-		if err := rep.Err(); err != nil {
+		if err := rep.MutationErr(); err != nil {
 			return res, err
 		}
 	}

@@ -86,6 +86,43 @@ func DeleteBinding(ctx context.Context, st store.Store, tp layout.TopicPartition
 	return out, nil
 }
 
+// RecordOrphan records a deletion for an orphan stream, sid, whose binding
+// is already gone (deleted by hand, or an import that never made it): the
+// deletion record names the partition the operator says it was, and gc
+// collects the stream after its grace. Refused when a binding references
+// the stream, or when the stream has no head (nothing to record).
+func RecordOrphan(ctx context.Context, st store.Store, sid string, tp layout.TopicPartition, reason, build string, now time.Time, dryRun bool) (*DeleteBindingResult, error) {
+	out := &DeleteBindingResult{Topic: tp.Topic, Partition: tp.Partition, StreamID: sid, DryRun: dryRun, DeletionKey: layout.DeletionKey(sid), Deleted: true}
+	if _, err := layout.ParseDeletionKey(out.DeletionKey); err != nil {
+		return nil, errkind.Markf(errkind.Usage, "delete-binding --orphan %q: not a stream id", sid)
+	}
+	if _, _, err := layout.LoadHead(ctx, st, sid); err != nil && !layout.IsCorrupt(err) {
+		return nil, errkind.Mark(fmt.Errorf("delete-binding --orphan %s: %w", sid, err), errkind.Usage)
+	}
+	b, _, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
+	switch {
+	case err == nil && b.StreamID == sid:
+		return nil, errkind.Markf(errkind.Usage, "delete-binding --orphan %s: binding %s references it: it is no orphan (delete the binding itself: delete-binding %s --yes)", sid, tp, tp)
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		return nil, fmt.Errorf("delete-binding --orphan %s: %w", sid, err)
+	}
+	if prev, err := layout.LoadDeletion(ctx, st, sid); err == nil {
+		out.Topic, out.Partition, out.Recorded, out.AlreadyDeleted = prev.Topic, prev.Partition, true, true
+		return out, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("delete-binding --orphan %s: %w", sid, err)
+	}
+	if dryRun {
+		return out, nil
+	}
+	d := &layout.Deletion{StreamID: sid, Topic: tp.Topic, Partition: tp.Partition, Reason: reason, DeletedMs: now.UnixMilli(), Build: build}
+	if _, err := layout.Create(ctx, st, out.DeletionKey, d); err != nil {
+		return nil, fmt.Errorf("delete-binding --orphan %s: write %s: %w", sid, out.DeletionKey, err)
+	}
+	out.Recorded = true
+	return out, nil
+}
+
 // findDeletion finds a deletion record naming tp (a rerun after both
 // steps; the record's key is the stream id, which the gone binding held).
 func findDeletion(ctx context.Context, st store.Store, tp layout.TopicPartition) (*layout.Deletion, bool, error) {

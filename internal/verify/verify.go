@@ -196,6 +196,7 @@ func Partition(ctx context.Context, st store.Store, b *layout.Binding, o Options
 		return rep, fmt.Errorf("verify %s: %w", b.Name(), err)
 	}
 	rep.Findings = append(rep.Findings, hrep.Findings...)
+	rep.Findings = append(rep.Findings, hrep.Quarantined...)
 	rep.Blocked, rep.BlockedReason = hrep.Blocked, hrep.BlockedReason
 	h := obs.Head
 	seen := map[string]bool{}

@@ -248,11 +248,15 @@ func TestTrimKilledAtEveryStep(t *testing.T) {
 	}
 }
 
-// TestTrimKilledAtEveryStepS3 is the same harness against versitygw: a
-// fresh demo per step under its own prefix, the real trim process killed
-// after each step, then rerun.
+// TestTrimKilledAtEveryStepS3 is the same harness against each S3 server
+// of the list: a fresh demo per step under its own prefix, the real trim
+// process killed after each step, then rerun.
 func TestTrimKilledAtEveryStepS3(t *testing.T) {
-	srv := s3server.Start(t)
+	s3server.Each(t, testTrimKilledAtEveryStepS3)
+}
+
+func testTrimKilledAtEveryStepS3(t *testing.T, impl *s3server.Impl) {
+	srv := impl.Start(t)
 	env := []string{"NEREUSCTL_S3_ENDPOINT=" + srv.Endpoint, "NEREUSCTL_S3_PATH_STYLE=true"}
 	t.Setenv("NEREUSCTL_S3_ENDPOINT", srv.Endpoint)
 	t.Setenv("NEREUSCTL_S3_PATH_STYLE", "true")

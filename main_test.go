@@ -24,16 +24,15 @@ func TestMain(m *testing.M) {
 	if os.Getenv("NEREUSCTL_TEST_AS_CLI") == "1" {
 		os.Exit(cmd.Execute(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
-	// RunMain (not Main, which exits) returns the code, so the S3 test
-	// server is stopped before the process exits.
-	//lint:ignore SA1019 Main would exit before s3server.Stop runs
-	code := testscript.RunMain(m, map[string]func() int{
+	// RunMain exits when the tests end (it never returns), so the S3 test
+	// servers are stopped inside m's Run. SeaweedFS, slow to start, starts
+	// in the background while the first tests run.
+	//lint:ignore SA1019 RunMain takes commands that return their exit code
+	testscript.RunMain(s3server.Around(m, s3server.SeaweedFS), map[string]func() int{
 		"nereusctl": func() int {
 			return cmd.Execute(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
 		},
 	})
-	s3server.Stop()
-	os.Exit(code)
 }
 
 // storeCmds are test-only script commands that damage a store the way the
@@ -118,9 +117,14 @@ func fileParams(dir string) testscript.Params {
 	}
 }
 
-// TestScriptsS3 runs the scripts under testdata/script/s3 against versitygw.
+// TestScriptsS3 runs the scripts under testdata/script/s3 (the end-to-end
+// runbook) against each S3 server of the list.
 func TestScriptsS3(t *testing.T) {
-	srv := s3server.Start(t)
+	s3server.Each(t, testScriptsS3)
+}
+
+func testScriptsS3(t *testing.T, impl *s3server.Impl) {
+	srv := impl.Start(t)
 	var n atomic.Int64
 	testscript.Run(t, testscript.Params{
 		Dir:  "testdata/script/s3",

@@ -8,8 +8,9 @@ import (
 	"github.com/nereusctl/nereusctl/internal/testutil/s3server"
 )
 
-// TestMain stops the shared versitygw gateway after the tests.
-func TestMain(m *testing.M) { s3server.Main(m) }
+// TestMain starts SeaweedFS in the background (slow to start) and stops
+// the shared S3 servers after the tests.
+func TestMain(m *testing.M) { s3server.Main(m, s3server.SeaweedFS) }
 
 func TestMemConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return store.NewMem(t.Name()) })

@@ -7,6 +7,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/nereusctl/nereusctl/internal/state"
@@ -22,6 +23,11 @@ func fuzzSeeds(f *testing.F) [][]byte {
 	if g, err := os.ReadFile(filepath.Join("testdata", "v1-small.nkc1")); err == nil {
 		seeds = append(seeds, g)
 	}
+	// A checkpoint recording its manifests (section 11).
+	rng := rand.New(rand.NewSource(9))
+	withManifests := checkpointFor(rng, genState(rng, 20))
+	withManifests.Manifests = someManifests()
+	seeds = append(seeds, mustEncode(f, withManifests))
 	// A checkpoint carrying an optional section of a newer writer.
 	secs := sectionsOf(f, seeds[1])
 	seeds = append(seeds, build(append(secs, rawSection{id: 10, flags: FlagOptional, stored: []byte("x"), raw: []byte("x")})))
@@ -95,7 +101,7 @@ func FuzzDecode(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoded checkpoint does not decode: %v", err)
 		}
-		if state.Digest(c.State) != state.Digest(c2.State) || c.Anchor != c2.Anchor || c.Binding != c2.Binding {
+		if state.Digest(c.State) != state.Digest(c2.State) || c.Anchor != c2.Anchor || c.Binding != c2.Binding || !reflect.DeepEqual(c.Manifests, c2.Manifests) {
 			t.Fatal("re-encoding changed the checkpoint")
 		}
 		if again2, _, _ := Encode(c2); !bytes.Equal(again, again2) {

@@ -165,6 +165,22 @@ func (r *Report) MutationErr() error {
 	return refuse.Err()
 }
 
+// DamageErr is MutationErr without the block: the findings of missing or
+// corrupt data a mutation must not write over (not a damaged checkpoint),
+// for the one mutation a blocked partition allows, repair.
+func (r *Report) DamageErr() error {
+	if r == nil {
+		return nil
+	}
+	d := &Report{Partition: r.Partition}
+	for _, f := range r.Findings {
+		if f.Scope != ScopeCheckpoint {
+			d.Findings = append(d.Findings, f)
+		}
+	}
+	return d.Err()
+}
+
 // Error is an unhealthy partition, as an error: its kind is the first
 // finding's (or Blocked), its message names the partition, the first
 // finding's object, check and detail, its hint the runbook.
@@ -479,7 +495,9 @@ func headFinding(b *layout.Binding, err error) Finding {
 	f.Detail = err.Error()
 	if errors.Is(err, store.ErrNotFound) {
 		f.Expected, f.Found = "present", "missing"
-		f.Detail = "the stream head is missing: " + err.Error()
+		if !errors.Is(err, layout.ErrHeadMissing) {
+			f.Detail = "the stream head is missing: " + err.Error()
+		}
 	}
 	return f
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/nereusctl/nereusctl/internal/compaction"
+	"github.com/nereusctl/nereusctl/internal/health"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/ntc2"
 	"github.com/nereusctl/nereusctl/internal/store"
@@ -138,6 +139,17 @@ func Repair(ctx context.Context, st store.Store, b *layout.Binding, o Options) (
 	}
 	if b.Coverage.State != layout.CoverageQuarantined {
 		return res, fmt.Errorf("repair %s: %w (it is %s)", b.Name(), ErrNotQuarantined, b.Coverage.State)
+	}
+	// The health gate: a repair mends the quarantined set's members (the
+	// damage the set's quarantine record names, which the check reports
+	// apart); any other finding — a rolled-back head, a damaged manifest, a
+	// missing quarantine record — refuses it, nothing written.
+	hrep, _, err := health.Gather(ctx, st, b, health.Prior{})
+	if err != nil {
+		return res, fmt.Errorf("repair %s: %w", b.Name(), err)
+	}
+	if err := hrep.DamageErr(); err != nil {
+		return res, fmt.Errorf("repair %s: refused: %w", b.Name(), err)
 	}
 	g, ref, err := member(ctx, st, b, o.Digest)
 	if err != nil {

@@ -157,6 +157,39 @@ type Binding struct {
 	// "topic-config-flags", "kafka-configs-file:<name>" (joined with "+"
 	// when several), "config-set"; empty in bindings written before it.
 	ConfigSource string `json:"config_source,omitempty"`
+	// Import is what `import kafka-log` recorded for the readers of the
+	// stream it made; absent (nil) in every other binding and in bindings
+	// imported by earlier builds, which keeps their bytes and digests.
+	Import *ImportRecord `json:"import,omitempty"`
+}
+
+// ImportRecord is what an import recorded in the binding it created
+// (docs/layout.md, "import").
+type ImportRecord struct {
+	// Genesis is the checkpoint holding the state Kafka's log loader
+	// rebuilds (the broker's producer snapshot and the segments after it,
+	// docs/kafka-retention-rules.md §16.1), anchored where that rebuild
+	// starts: a full replay starts from it instead of from the stream's
+	// first object, as the broker does not replay the segments the
+	// snapshot covers. Absent when the stream starts from the empty state
+	// or from a checkpoint at its first offset.
+	Genesis *CheckpointRef `json:"genesis,omitempty"`
+	// OpenSegment is the imported last .log file, which stays the open
+	// segment: its range as imported and the file's last-modified time.
+	// While the open segment is still [Base, End) and no batch of it
+	// carries a timestamp, retention ages it by that time
+	// (LogSegment.largestTimestamp falls back to the file's mtime), not
+	// by the import's write time. Absent when the segment had
+	// timestamps or no batch.
+	OpenSegment *ImportedSegment `json:"open_segment,omitempty"`
+}
+
+// ImportedSegment is one imported .log file: its range in the stream and
+// its last-modified time (ms since the epoch).
+type ImportedSegment struct {
+	Base           int64 `json:"base"`
+	End            int64 `json:"end"`
+	LastModifiedMs int64 `json:"last_modified_ms"`
 }
 
 // Name is TOPIC-PARTITION.
@@ -207,7 +240,32 @@ func (b *Binding) Validate() error {
 	if b.Version < 1 {
 		return fmt.Errorf("version %d: want >= 1", b.Version)
 	}
+	if im := b.Import; im != nil {
+		if r := im.Genesis; r != nil {
+			if !strings.HasPrefix(r.Key, CheckpointsPrefix(b.StreamID)) {
+				return fmt.Errorf("import.genesis.key %q is not under %s", r.Key, CheckpointsPrefix(b.StreamID))
+			}
+			if err := validateSHA256(r.SHA256); err != nil {
+				return fmt.Errorf("import.genesis.sha256: %w", err)
+			}
+			if r.Anchor < 0 {
+				return fmt.Errorf("import.genesis.anchor %d is negative", r.Anchor)
+			}
+		}
+		if s := im.OpenSegment; s != nil && (s.Base < 0 || s.End < s.Base) {
+			return fmt.Errorf("import.open_segment [%d, %d) is reversed", s.Base, s.End)
+		}
+	}
 	return nil
+}
+
+// ImportGenesis is the checkpoint a full replay starts from (Import's
+// Genesis), nil when the binding records none.
+func (b *Binding) ImportGenesis() *CheckpointRef {
+	if b.Import == nil {
+		return nil
+	}
+	return b.Import.Genesis
 }
 
 // Head is a stream head (streams/<sid>/head.json).

@@ -287,13 +287,32 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 			// state the stream starts from, as a broker's snapshot at its
 			// log start does. A full replay starts from it, or from the
 			// empty state when there is none. (maxAnchor 0 is no bound.)
-			cands, chosen, cp, err := choose(ctx, st, b, h, lister, false, max(first, 1))
-			if err != nil {
-				return nil, err
-			}
-			if chosen >= 0 && cp.Anchor.Offset == first {
-				hydrate(cands, chosen, cp)
-				res.Genesis = true
+			//
+			// An import that used a broker snapshot records its genesis in
+			// the binding (import.genesis), anchored where Kafka's log
+			// loader starts rebuilding the producer state (the snapshot's
+			// offset): the broker never replays the segments the snapshot
+			// covers, and neither does a full replay.
+			if g := b.ImportGenesis(); g != nil {
+				cands, chosen, cp, err := chooseKey(ctx, st, b, h, lister, g.Key, g.SHA256)
+				if err != nil {
+					return nil, err
+				}
+				if chosen >= 0 {
+					hydrate(cands, chosen, cp)
+					res.Genesis = true
+				} else {
+					res.Candidates = cands
+				}
+			} else {
+				cands, chosen, cp, err := choose(ctx, st, b, h, lister, false, max(first, 1))
+				if err != nil {
+					return nil, err
+				}
+				if chosen >= 0 && cp.Anchor.Offset == first {
+					hydrate(cands, chosen, cp)
+					res.Genesis = true
+				}
 			}
 		}
 		if part == nil {
@@ -527,6 +546,35 @@ func choose(ctx context.Context, st store.Store, b *layout.Binding, h *layout.He
 		chosen, cp = i, c.Checkpoint
 	}
 	return cands, chosen, cp, nil
+}
+
+// chooseKey is choose for the one checkpoint named key (the binding's
+// import genesis): the candidate list holds it alone, chosen when it
+// passes every check and has the SHA-256 the binding recorded, skipped
+// with the reason otherwise (also when it is not listed).
+func chooseKey(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Head, objs *Objects, key, sha string) ([]Candidate, int, *nkc1.Checkpoint, error) {
+	infos, err := objs.Checkpoints()
+	if err != nil {
+		return nil, -1, nil, fmt.Errorf("replay %s: list checkpoints: %w", b.Name(), err)
+	}
+	for _, in := range infos {
+		if in.Key != key {
+			continue
+		}
+		anchor, _, _ := layout.ParseCheckpointKey(in.Key)
+		c := Candidate{Key: in.Key, Anchor: anchor, Size: in.Size, Modified: in.Modified}
+		ck, reason, detail := Check(ctx, st, b, h, objs, in)
+		if reason == "" && ck.SHA256 != sha {
+			reason, detail = ReasonDigestMismatch, fmt.Sprintf("%s has sha256 %s, the binding's import.genesis records %s", key, ck.SHA256, sha)
+		}
+		if reason != "" {
+			c.Status, c.Reason, c.Detail = "skipped", reason, detail
+			return []Candidate{c}, -1, nil, nil
+		}
+		c.Status, c.SHA256, c.Root = "chosen", ck.SHA256, ck.Root
+		return []Candidate{c}, 0, ck.Checkpoint, nil
+	}
+	return []Candidate{{Key: key, Status: "skipped", Reason: ReasonObject, Detail: "the binding's import genesis checkpoint is not in the stream's listing"}}, -1, nil, nil
 }
 
 // Check runs the checks of docs/design.md §6 steps 2-3 on one checkpoint object and

@@ -338,9 +338,30 @@ type Generation struct {
 	// manifest that does not need it: the next segment starts at its
 	// first batch.
 	NextSegmentBase *int64 `json:"next_segment_base,omitempty"`
+	// EmptySegments (COMMITTED only) are the Kafka segments right after
+	// this one that hold no batch (a .log file the cleaner emptied): each
+	// is a segment of its own to Kafka's retention
+	// (UnifiedLog.deleteRetentionMsBreachedSegments walks segments in
+	// order and stops at the first it keeps), [base, end) with end the
+	// next .log file's name, aged by its file's mtime
+	// (LogSegment.largestTimestamp of an empty segment is lastModified).
+	// Replay adds them as sealed segments without data when it seals this
+	// one (state.AddEmptySegment), before next_segment_base. Absent (nil)
+	// in every manifest that does not need it
+	// (docs/kafka-retention-rules.md R6).
+	EmptySegments []EmptySegment `json:"empty_segments,omitempty"`
 	// Compaction records the parameters a TOPIC_COMPACTED generation was
 	// computed with, so that --regenerate reproduces it exactly.
 	Compaction *CompactionParams `json:"compaction,omitempty"`
+}
+
+// EmptySegment is a Kafka segment that holds no batch: its range
+// [Base, End) (End is the next segment's base) and its .log file's
+// last-modified time in ms since the epoch.
+type EmptySegment struct {
+	Base           int64 `json:"base"`
+	End            int64 `json:"end"`
+	LastModifiedMs int64 `json:"last_modified_ms"`
 }
 
 // CompactionParams are the frozen inputs of a compaction beyond its sources.
@@ -443,6 +464,21 @@ func (g *Generation) Validate() error {
 			return fmt.Errorf("next_segment_base %d is negative", *n)
 		case *n < g.End:
 			return fmt.Errorf("next_segment_base %d lies below the generation's end %d: the next segment would start inside this one", *n, g.End)
+		}
+	}
+	if len(g.EmptySegments) > 0 {
+		if g.Kind != KindCommitted {
+			return errors.New("empty_segments: only a sealed segment (COMMITTED) is followed by segments")
+		}
+		at := g.End
+		for i, e := range g.EmptySegments {
+			if e.Base < at || e.End <= e.Base {
+				return fmt.Errorf("empty_segments[%d] [%d, %d): want a non-empty range at or above %d, after this generation and the empty segment before it", i, e.Base, e.End, at)
+			}
+			at = e.End
+		}
+		if n := g.NextSegmentBase; n != nil && *n < at {
+			return fmt.Errorf("next_segment_base %d lies below the end %d of the empty segments before it", *n, at)
 		}
 	}
 	if g.Compaction != nil {

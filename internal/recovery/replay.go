@@ -689,7 +689,7 @@ func replayTail(ctx context.Context, st store.Store, lister *Objects, part *stat
 		at = func(int64) {}
 	}
 	at(part.NextOffset)
-	seals, digests, sealed, nexts, err := sealsAfter(ctx, st, lister, lastGen)
+	seals, digests, sealed, nexts, empties, err := sealsAfter(ctx, st, lister, lastGen)
 	if err != nil {
 		return err
 	}
@@ -702,6 +702,13 @@ func replayTail(ctx context.Context, st store.Store, lister *Objects, part *stat
 		}
 		sources[gen] = digests[gen]
 		delete(seals, end)
+		// The Kafka segments after it that hold no batch (an imported
+		// .log file the cleaner emptied) are segments of their own.
+		for _, e := range empties[gen] {
+			if err := part.AddEmptySegment(e.Base, e.End, e.LastModifiedMs); err != nil {
+				return fmt.Errorf("generation %d: empty_segments: %w", gen, err)
+			}
+		}
 		// Kafka's next segment starts at the base the generation records
 		// (an imported .log file's name), not at its first batch.
 		if next, ok := nexts[gen]; ok {
@@ -791,10 +798,10 @@ type sealedRef struct {
 }
 
 // sealsAfter maps the end offset of every COMMITTED generation newer than
-// lastGen to its number (and the number to its manifest digest, and to its
-// next_segment_base when it records one), and every object those
+// lastGen to its number (and the number to its manifest digest, to its
+// next_segment_base and its empty_segments when it records them), and every object those
 // generations list to its manifest entry.
-func sealsAfter(ctx context.Context, st store.Store, lister *Objects, lastGen int64) (map[int64]int64, map[int64]string, map[string]sealedRef, map[int64]int64, error) {
+func sealsAfter(ctx context.Context, st store.Store, lister *Objects, lastGen int64) (map[int64]int64, map[int64]string, map[string]sealedRef, map[int64]int64, map[int64][]layout.EmptySegment, error) {
 	// Only the generations after lastGen: a listing that starts there.
 	sid := lister.sid
 	after := ""
@@ -803,14 +810,14 @@ func sealsAfter(ctx context.Context, st store.Store, lister *Objects, lastGen in
 	}
 	infos, err := lister.GenerationsAfter(after)
 	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("list generations: %w", err)
+		return nil, nil, nil, nil, nil, fmt.Errorf("list generations: %w", err)
 	}
-	out, digests, sealed, nexts := map[int64]int64{}, map[int64]string{}, map[string]sealedRef{}, map[int64]int64{}
+	out, digests, sealed, nexts, empties := map[int64]int64{}, map[int64]string{}, map[string]sealedRef{}, map[int64]int64{}, map[int64][]layout.EmptySegment{}
 	var gens []int64
 	for _, in := range infos {
 		n, err := layout.ParseGenerationKey(in.Key)
 		if err != nil {
-			return nil, nil, nil, nil, err
+			return nil, nil, nil, nil, nil, err
 		}
 		if n > lastGen {
 			gens = append(gens, n)
@@ -828,11 +835,11 @@ func sealsAfter(ctx context.Context, st store.Store, lister *Objects, lastGen in
 		return loaded{g, sum, err}, nil
 	})
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, nil, nil, err
 	}
 	for _, l := range got {
 		if l.err != nil {
-			return nil, nil, nil, nil, l.err
+			return nil, nil, nil, nil, nil, l.err
 		}
 		g, sum := l.g, l.sum
 		if g.Kind == layout.KindCommitted {
@@ -841,12 +848,15 @@ func sealsAfter(ctx context.Context, st store.Store, lister *Objects, lastGen in
 			if g.NextSegmentBase != nil {
 				nexts[g.Gen] = *g.NextSegmentBase
 			}
+			if len(g.EmptySegments) > 0 {
+				empties[g.Gen] = g.EmptySegments
+			}
 			for _, ob := range g.Objects {
 				sealed[ob.Key] = sealedRef{ob, g.Gen}
 			}
 		}
 	}
-	return out, digests, sealed, nexts, nil
+	return out, digests, sealed, nexts, empties, nil
 }
 
 // ApplyBatch feeds one stored batch to the state, decoding the marker of a

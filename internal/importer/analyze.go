@@ -2,12 +2,12 @@ package importer
 
 import (
 	"crypto/sha256"
-	"slices"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash"
+	"slices"
 	"sort"
 	"time"
 
@@ -67,7 +67,7 @@ type plan struct {
 	seedEpochs []state.EpochEntry
 	genesis    *genesisState
 	objSHA     map[int64]string
-	covered  []offRange // offsets held by batches, merged
+	covered    []offRange // offsets held by batches, merged
 	// carried: every leader epoch a batch carries (partitionLeaderEpoch
 	// >= 0); batchEpochs the cache the batches alone give (before the
 	// leader-epoch-checkpoint is merged in: importer.go).

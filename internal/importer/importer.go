@@ -220,8 +220,8 @@ type Result struct {
 	Snapshot *SnapshotReport `json:"producer_snapshot"`
 	// AlreadyImported: the binding exists and points at the stream these
 	// same bytes give; nothing was written.
-	AlreadyImported bool `json:"already_imported"`
-	Notes    []string        `json:"notes"`
+	AlreadyImported bool     `json:"already_imported"`
+	Notes           []string `json:"notes"`
 }
 
 // Run imports opt.Dir into st: Prepare, then (*Import).Run.

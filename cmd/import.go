@@ -94,6 +94,11 @@ func (o *importOptions) validate(c *cobra.Command) error {
 		}
 		o.ConfigFileData, o.ConfigFileName = data, o.configFile
 	}
+	// The topic config is checked here, before any directory is read: a
+	// bad value is exit 2 even when no directory is imported.
+	if err := importer.CheckConfig(o.Options); err != nil {
+		return importErr(err)
+	}
 	return nil
 }
 
@@ -306,6 +311,29 @@ func runImportMany(cmd *cobra.Command, g *globals, o *importOptions, dirs []stri
 	if o.Topic != "" {
 		return exitcode.UsageErr(fmt.Errorf("import kafka-log: --topic and --partition name one partition, and %d directories were given", len(dirs)))
 	}
+	if len(dirs) == 0 {
+		var why []string
+		for _, sk := range skipped {
+			why = append(why, fmt.Sprintf("%s (%s)", sk.Dir, sk.Reason))
+		}
+		return exitcode.Wrap(exitcode.Usage, fmt.Errorf("import kafka-log: nothing to import: no TOPIC-PARTITION directory in %s; skipped: %s", strings.Join(cmd.Flags().Args(), ", "), strings.Join(why, "; ")),
+			"point DIR at a partition directory (NNNNNNNNNNNNNNNNNNNN.log files) or at a Kafka log.dirs folder holding TOPIC-PARTITION directories")
+	}
+	// Two directories naming one partition would import into one binding
+	// twice: refused before anything is written.
+	seen := map[layout.TopicPartition]string{}
+	for _, d := range dirs {
+		topic, p, err := kafka.ParseTopicPartition(filepath.Base(filepath.Clean(d)))
+		if err != nil {
+			continue // importer.Prepare refuses it
+		}
+		tp := layout.TopicPartition{Topic: topic, Partition: p}
+		if first, dup := seen[tp]; dup {
+			return exitcode.Wrap(exitcode.Usage, fmt.Errorf("import kafka-log: %s and %s both name the partition %s", first, d, kafka.TopicPartitionDir(topic, p)),
+				"import one directory per partition; give the other with --topic/--partition in a run of its own, or into another store")
+		}
+		seen[tp] = d
+	}
 	for _, sk := range skipped {
 		fmt.Fprintf(g.stderr, "import kafka-log: skipped %s: %s\n", sk.Dir, sk.Reason)
 	}
@@ -466,9 +494,11 @@ func importErr(err error) error {
 	case errors.Is(err, retention.ErrBadTopicConfig):
 		return exitcode.Wrap(exitcode.Usage, err, topicConfigHint)
 	case errors.Is(err, importer.ErrBindingExists):
-		return exitcode.Wrap(exitcode.Error, err, "the partition is bound already; import into another store (--store) or choose another --topic/--partition")
+		return exitcode.Wrap(exitcode.Error, err, "the partition is bound already, to a stream imported from other bytes; import into another store (--store) or choose another --topic/--partition")
 	case errors.Is(err, importer.ErrRefused):
 		return exitcode.Wrap(exitcode.Usage, err, "point DIR at the partition directory itself (a real directory of regular files) and check its name")
+	case errors.Is(err, importer.ErrStreamConflict):
+		return exitcode.Wrap(exitcode.Blocked, err, "the store holds a half-written stream under this import's id that another build or writer made: delete its keys (nereusctl store ls streams/<id>/) or import into another store (--store)")
 	case errors.Is(err, importer.ErrNeedsRecovery):
 		return exitcode.Wrap(exitcode.Verify, err, "Kafka's own log recovery would truncate the segment there: rerun with --recover to do the same (every byte dropped is reported; try --dry-run first), or restore the partition from a replica")
 	case errors.Is(err, kafka.ErrCRC):
@@ -481,7 +511,10 @@ func importErr(err error) error {
 
 func renderImport(w io.Writer, r *importer.Result) error {
 	verb := "Imported"
-	if r.DryRun {
+	switch {
+	case r.AlreadyImported:
+		verb = "Already imported (same bytes):"
+	case r.DryRun:
 		verb = "Dry run: would import"
 	}
 	fmt.Fprintf(w, "%s %s as %s-%d into stream %s (%s)\n", verb, r.Dir, r.Topic, r.Partition, r.StreamID, r.Binding)
@@ -516,15 +549,7 @@ func renderImport(w io.Writer, r *importer.Result) error {
 	for _, d := range e.Disagreements {
 		fmt.Fprintf(w, "  disagreement: epoch %d: file %s, batches %s, imported %s: %s\n", d.Epoch, offOrNone(d.FileStartOffset), offOrNone(d.BatchStartOffset), offOrNone(d.ImportedStartOffset), d.Reason)
 	}
-	if sn := r.Snapshot; sn != nil {
-		fmt.Fprintf(w, "Producer snapshot: %s (offset %d): %d producers, %d expired at %s (producer.id.expiration.ms %d), %d hydrated", sn.File, sn.Offset, sn.Entries, sn.Expired, sn.Clock, sn.ExpirationMs, sn.Producers)
-		if sn.Checkpoint != "" {
-			fmt.Fprintf(w, " into %s", sn.Checkpoint)
-		}
-		fmt.Fprintln(w)
-	} else {
-		fmt.Fprintln(w, "Producer snapshot: none used")
-	}
+	renderSnapshot(w, r)
 	fmt.Fprintf(w, "Imported bytes: sha256 %s\n", r.SHA256)
 	fmt.Fprintf(w, "State digest: %s\n", r.StateDigest)
 	for _, n := range r.Notes {
@@ -558,6 +583,41 @@ func renderImport(w io.Writer, r *importer.Result) error {
 		fmt.Fprintf(w, "\n%s\n", strings.Join(drops, "\n"))
 	}
 	return nil
+}
+
+// renderSnapshot prints what the producer snapshots gave: the one Kafka's
+// log loader uses (or none), every other with the rule that discards it,
+// and where the snapshot and the segments it covers disagree.
+func renderSnapshot(w io.Writer, r *importer.Result) {
+	sn := r.Snapshot
+	switch {
+	case sn == nil:
+		fmt.Fprintln(w, "Producer snapshot: none (no .snapshot file)")
+		return
+	case sn.File == "":
+		fmt.Fprintf(w, "Producer snapshot: none used (%d ignored): the producer state is rebuilt from the log start %d\n", len(sn.Ignored), sn.ReplayFrom)
+	default:
+		fmt.Fprintf(w, "Producer snapshot: %s (offset %d): %d producers, %d expired at %s (producer.id.expiration.ms %d), %d loaded", sn.File, sn.Offset, sn.Entries, sn.Expired, sn.Clock, sn.ExpirationMs, sn.Producers)
+		if sn.Checkpoint != "" {
+			fmt.Fprintf(w, " into %s", sn.Checkpoint)
+		}
+		fmt.Fprintf(w, "; the segments from %d on are replayed\n", sn.ReplayFrom)
+	}
+	for _, ig := range sn.Ignored {
+		fmt.Fprintf(w, "  ignored %s: %s\n", ig.File, ig.Reason)
+	}
+	view := func(v *importer.ProducerView) string {
+		if v == nil {
+			return "none"
+		}
+		return fmt.Sprintf("epoch %d, last sequence %d at offset %d, txn %d", v.Epoch, v.LastSequence, v.LastOffset, v.CurrentTxnFirstOffset)
+	}
+	for _, d := range sn.Disagreements {
+		fmt.Fprintf(w, "  disagreement: producer %d: snapshot %s; segments %s: %s\n", d.ProducerID, view(d.Snapshot), view(d.Segments), d.Reason)
+	}
+	if n := sn.DisagreementsTotal - len(sn.Disagreements); n > 0 {
+		fmt.Fprintf(w, "  … %d more disagreements\n", n)
+	}
 }
 
 // offOrNone renders an optional offset ("none" when absent).

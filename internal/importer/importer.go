@@ -300,6 +300,21 @@ func Prepare(opt Options) (*Import, error) {
 		segs: segs, notes: append(cfgNotes, notes...)}, nil
 }
 
+// CheckConfig checks the options that do not depend on a directory: the
+// topic config (--topic-config-file, --cleanup-policy, --segment-bytes,
+// --topic-config), as Prepare would for a topic of opt.Topic's name (or an
+// ordinary topic's when none is given). Its error is Prepare's.
+func CheckConfig(opt Options) error {
+	topic := opt.Topic
+	if topic == "" {
+		topic = "topic"
+	}
+	if _, _, _, _, err := topicConfig(topic, opt); err != nil {
+		return refusedConfig{err}
+	}
+	return nil
+}
+
 // SetProgress sets the function told the bytes written as they go.
 func (im *Import) SetProgress(f func(n int64)) { im.opt.Progress = f }
 
@@ -421,6 +436,7 @@ func (im *Import) Run(ctx context.Context, st store.Store) (*Result, error) {
 		return nil, refused("import kafka-log %s: binding: %v", name, err)
 	}
 	if existing != nil {
+		res.Epochs = epochCheck(ckpt, p.part.Epochs, merge, res, p)
 		return alreadyImported(existing, binding, res, name, expected)
 	}
 

@@ -105,6 +105,8 @@ type offRange struct{ from, to int64 }
 func analyze(segs []segmentFile, res *Result, opt Options, recoveryPoint int64, cuts []int64) (*plan, error) {
 	p := &plan{start: segs[0].base, carried: map[int32]bool{}, leadingRoll: -1, points: map[int64]int64{}}
 	p.part = state.New(p.start) // the batches' own state; the genesis (snapshot.go) comes later
+	// One report per file, never moved: the plans keep pointers to them.
+	res.Segments = make([]SegmentReport, 0, len(segs))
 	expect := p.start
 	digest := sha256.New()
 	gen := int64(0)

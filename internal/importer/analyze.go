@@ -46,6 +46,10 @@ type segPlan struct {
 	gen     int64
 	kept    int    // bytes of the file kept after recovery
 	sum     []byte // SHA-256 of the kept bytes
+	// legacy: the segment holds legacy message sets, which are stored
+	// up-converted (stored bytes in all, not the file's).
+	legacy bool
+	stored int
 	maxTs   int64
 	objects []plannedObject
 	rep     *SegmentReport
@@ -150,13 +154,23 @@ func analyze(segs []segmentFile, res *Result, opt Options, recoveryPoint int64, 
 		rep := &res.Segments[len(res.Segments)-1]
 		sp := segPlan{file: sf, maxTs: kafka.NoTimestamp, rep: rep, gen: -1}
 		cur := plannedObject{base: expect}
-		sc := kafka.NewScannerVerify(data)
+		// Every entry as Kafka reads it (FileLogInputStream): a v2 batch as
+		// it is, a legacy message set (magic 0 or 1) up-converted to the v2
+		// batch holding what Kafka reads from it (kafka.LogScanner): the
+		// stream stores v2 only (docs/formats/legacy.md). opos is the
+		// position in the bytes stored, pos in the file.
+		sc := kafka.NewLogScanner(data, lim)
+		opos := 0
 		for sc.Next() {
 			h := sc.HeaderPtr()
 			pos := int(sc.Pos())
-			size := h.Size()
+			size := len(sc.Batch())
 			if size > lim.MaxBatchBytes {
 				return nil, fmt.Errorf("%s: batch at byte %d: %d bytes, more than the %d-byte cap: %w", sf.path, pos, size, lim.MaxBatchBytes, kafka.ErrTooLarge)
+			}
+			if sc.Legacy() {
+				sp.legacy = true
+				rep.LegacyBatches++
 			}
 			switch {
 			case h.BaseOffset < sf.base:
@@ -183,10 +197,10 @@ func analyze(segs []segmentFile, res *Result, opt Options, recoveryPoint int64, 
 				pending = pending[1:]
 				cut = true
 			}
-			if cur.batches > 0 && (cut || pos+size-cur.start > opt.ObjectBytes) {
-				cur.end, cur.next = pos, expect
+			if cur.batches > 0 && (cut || opos+size-cur.start > opt.ObjectBytes) {
+				cur.end, cur.next = opos, expect
 				sp.objects = append(sp.objects, cur)
-				cur = plannedObject{start: pos, base: expect}
+				cur = plannedObject{start: opos, base: expect}
 			}
 			if rep.Batches == 0 {
 				if err := p.openSegment(sf, h.BaseOffset, lastData, empty); err != nil {
@@ -194,7 +208,7 @@ func analyze(segs []segmentFile, res *Result, opt Options, recoveryPoint int64, 
 				}
 				empty = nil
 			}
-			bt := stream.Batch{Header: *h, Raw: sc.Batch(), Object: layout.StreamObject{Key: sf.name, Base: cur.base}, Pos: int64(pos - cur.start)}
+			bt := stream.Batch{Header: *h, Raw: sc.Batch(), Object: layout.StreamObject{Key: sf.name, Base: cur.base}, Pos: int64(opos - cur.start)}
 			if err := recovery.ApplyBatch(p.part, bt); err != nil {
 				return nil, fmt.Errorf("%s: batch at byte %d: %w", sf.path, pos, err)
 			}
@@ -215,8 +229,9 @@ func analyze(segs []segmentFile, res *Result, opt Options, recoveryPoint int64, 
 				p.covered = append(p.covered, offRange{h.BaseOffset, h.NextOffset()})
 			}
 			expect = h.NextOffset()
+			opos += size
 		}
-		sp.kept = len(data)
+		sp.kept, sp.stored = len(data), opos
 		if err := sc.Err(); err != nil {
 			pos := int(sc.Pos())
 			if recover {
@@ -234,7 +249,7 @@ func analyze(segs []segmentFile, res *Result, opt Options, recoveryPoint int64, 
 		}
 		kept = append(kept, sf)
 		if cur.batches > 0 {
-			cur.end, cur.next = sp.kept, expect
+			cur.end, cur.next = sp.stored, expect
 			sp.objects = append(sp.objects, cur)
 		}
 		keptBytes := data[:sp.kept]
@@ -242,6 +257,7 @@ func analyze(segs []segmentFile, res *Result, opt Options, recoveryPoint int64, 
 		sp.sum = s[:]
 		writeDigest(digest, sf.base, len(keptBytes), sp.sum)
 		rep.Bytes = int64(sp.kept)
+		rep.StoredBytes = int64(sp.stored)
 		rep.NextOffset = expect
 		rep.Objects = len(sp.objects)
 		if rep.Batches > 0 && sp.maxTs < 0 {
@@ -348,6 +364,10 @@ func recoverTail(sf segmentFile, data []byte, pos int, scanErr error, last bool,
 		flushed = "; the segment lies below the broker's recovery point (recovery-point-offset-checkpoint), so Kafka's recovery would not touch it either"
 	}
 	switch {
+	case errors.Is(scanErr, kafka.ErrLegacyUnreadable):
+		// Kafka's recovery keeps it (the wrapper's CRC passes): not a
+		// defect --recover may drop.
+		return fmt.Errorf("%s: byte %d: %w; Kafka keeps this message set in the log (its CRC passes) but cannot read it either, so it cannot be imported", sf.path, pos, scanErr)
 	case errors.Is(scanErr, kafka.ErrCRC):
 		return fmt.Errorf("%s: batch at byte %d fails its CRC (%w); Kafka's recovery would truncate the segment there and lose every batch after it, so the import stops instead%s: %w",
 			sf.path, pos, scanErr, flushed, ErrNeedsRecovery)
@@ -380,6 +400,12 @@ func recoverTail(sf segmentFile, data []byte, pos int, scanErr error, last bool,
 // at a torn batch, and log.truncateTo(validBytes) drops everything from
 // pos on. The drop is reported with its reason.
 func recoverInvalid(sf segmentFile, data []byte, pos int, scanErr error, rep *SegmentReport) error {
+	if errors.Is(scanErr, kafka.ErrLegacyUnreadable) {
+		// Valid to Kafka's recovery (LogSegment.recover checks the
+		// wrapper's CRC): it never truncates there, and neither does
+		// --recover.
+		return recoverTail(sf, data, pos, scanErr, true, rep, false)
+	}
 	if !errors.Is(scanErr, kafka.ErrCorrupt) && !errors.Is(scanErr, kafka.ErrTruncated) && !errors.Is(scanErr, kafka.ErrZeroTail) {
 		return fmt.Errorf("%s: %w", sf.path, scanErr)
 	}

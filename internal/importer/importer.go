@@ -134,6 +134,11 @@ type SegmentReport struct {
 	DropReason   string `json:"drop_reason,omitempty"`
 	Batches      int64  `json:"batches"`
 	Records      int64  `json:"records"`
+	// LegacyBatches counts the legacy message sets (magic 0 or 1) among
+	// Batches, stored up-converted to RecordBatch v2; StoredBytes is what
+	// the stream holds for the segment (Bytes when there is none).
+	LegacyBatches int64 `json:"legacy_batches"`
+	StoredBytes   int64 `json:"stored_bytes"`
 	// FirstOffset is the first batch's base offset (null: no batch);
 	// NextOffset the offset after the last batch.
 	FirstOffset *int64 `json:"first_offset"`
@@ -371,6 +376,9 @@ func (im *Import) Run(ctx context.Context, st store.Store) (*Result, error) {
 		res.Objects += s.Objects
 		if s.Generation != nil {
 			res.Generations++
+		}
+		if s.LegacyBatches > 0 {
+			res.Notes = append(res.Notes, fmt.Sprintf("%s: %d legacy message sets (magic 0 or 1) imported as Kafka reads them, each stored as a RecordBatch v2 with its offsets, timestamps, keys and values (no producer, no leader epoch): %d bytes in the file, %d in the stream (docs/formats/legacy.md)", s.File, s.LegacyBatches, s.Bytes, s.StoredBytes))
 		}
 		if s.EmptySegmentEnd != nil {
 			res.Notes = append(res.Notes, fmt.Sprintf("%s holds no batches: it is a segment of its own [%d, %d), as in Kafka, aged by its file's modification time (the manifest before it records it: empty_segments)", s.File, s.BaseOffset, *s.EmptySegmentEnd))

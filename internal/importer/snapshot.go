@@ -604,7 +604,20 @@ func (p *plan) storedBytes(sp *segPlan, opt Options) ([]byte, error) {
 	if s := sha256.Sum256(data); string(s[:]) != string(sp.sum) {
 		return nil, fmt.Errorf("%s changed since it was read; stop the broker and import again", sp.file.path)
 	}
-	return data, nil
+	if !sp.legacy {
+		return data, nil
+	}
+	// Legacy message sets are stored up-converted: the same conversion
+	// (deterministic) as pass 1's.
+	out := make([]byte, 0, sp.stored)
+	sc := kafka.NewLogScanner(data, kafka.DefaultLimits())
+	for sc.Next() {
+		out = append(out, sc.Batch()...)
+	}
+	if err := sc.Err(); err != nil || len(out) != sp.stored {
+		return nil, fmt.Errorf("%s: up-converting its legacy message sets again gave %d bytes (%v), %d the first time", sp.file.path, len(out), err, sp.stored)
+	}
+	return out, nil
 }
 
 // emptyPlan is the plan of a partition directory with no segment file

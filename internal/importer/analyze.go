@@ -43,13 +43,13 @@ type segPlan struct {
 	empties []layout.EmptySegment
 	// gen is the COMMITTED generation the segment becomes (-1: none, the
 	// open segment or a segment without batches).
-	gen     int64
-	kept    int    // bytes of the file kept after recovery
-	sum     []byte // SHA-256 of the kept bytes
+	gen  int64
+	kept int    // bytes of the file kept after recovery
+	sum  []byte // SHA-256 of the kept bytes
 	// legacy: the segment holds legacy message sets, which are stored
 	// up-converted (stored bytes in all, not the file's).
-	legacy bool
-	stored int
+	legacy  bool
+	stored  int
 	maxTs   int64
 	objects []plannedObject
 	rep     *SegmentReport

@@ -47,10 +47,10 @@ import (
 
 // Legacy message layout (LegacyRecord).
 const (
-	legacyCRCOffset   = LogOverhead     // 12: the CRC follows the log overhead
-	legacyMagicOffset = offMagic        // 16: the same position as a v2 batch's magic
-	legacyAttrOffset  = offMagic + 1    // 17
-	legacyTSOffset    = offMagic + 2    // 18: magic 1 only
+	legacyCRCOffset   = LogOverhead       // 12: the CRC follows the log overhead
+	legacyMagicOffset = offMagic          // 16: the same position as a v2 batch's magic
+	legacyAttrOffset  = offMagic + 1      // 17
+	legacyTSOffset    = offMagic + 2      // 18: magic 1 only
 	legacyOverheadV0  = 4 + 1 + 1 + 4 + 4 // RECORD_OVERHEAD_V0: crc, magic, attributes, key and value lengths
 	legacyOverheadV1  = legacyOverheadV0 + 8
 	// headerUpToMagic is Records.HEADER_SIZE_UP_TO_MAGIC: fewer bytes

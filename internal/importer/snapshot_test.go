@@ -274,3 +274,24 @@ func TestImportFixtureSnapshotOnly(t *testing.T) {
 	}
 	_ = layout.BindingKey
 }
+
+// The leader-epoch-checkpoint's entries where the batches are gone
+// (§14.1) and a snapshot's producers share one genesis, at the loader's
+// replay point: every replay agrees, and the imported cache is the
+// file's epoch 2 (from 5, below every batch), truncated at the log start.
+func TestImportSnapshotWithEpochFile(t *testing.T) {
+	now := time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
+	dir := loaderDir(t, now)
+	if err := os.WriteFile(filepath.Join(dir, "leader-epoch-checkpoint"), []byte("0\n1\n2 5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st := store.NewMem("epochs")
+	res := run(t, st, Options{Dir: dir, Now: now})
+	if res.Epochs.FromFile != 1 || !strings.Contains(res.Epochs.GenesisCheckpoint, "/checkpoints/00000000000000000020-") {
+		t.Fatalf("epochs %+v", res.Epochs)
+	}
+	full := allReplaysAgree(t, st, res)
+	if e := full.State.Epochs; len(e) != 1 || e[0].Epoch != 2 || e[0].StartOffset != 12 || len(full.State.Producers) != 2 {
+		t.Fatalf("epochs %v producers %v", e, full.State.SortedProducers())
+	}
+}

@@ -139,3 +139,23 @@ func TestImportReportsSnapshotsLegacyAndEmptySegments(t *testing.T) {
 		}
 	}
 }
+
+// noTimestampDir is a partition of one segment whose batches carry no
+// timestamp (its open segment is aged by the file's mtime).
+func noTimestampDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "logs", "nots-0")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := kafka.NewBatchSpec(0, []kafka.Record{{Offset: 0, Timestamp: -1, Value: []byte("v")}})
+	s.BaseTimestamp, s.MaxTimestamp = -1, -1
+	b, err := kafka.EncodeBatch(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "00000000000000000000.log"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}

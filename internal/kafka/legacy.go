@@ -248,7 +248,10 @@ func DecodeLegacyBatch(b []byte, lim Limits) (*LegacyBatch, error) {
 	// DataLogInputStream.nextBatch: entries until fewer bytes remain than
 	// a whole one (a partial tail ends the set); every entry at least the
 	// smallest message.
-	inner := make([]LegacyMessage, 0, min(len(raw)/(LogOverhead+legacyOverheadV0), lim.MaxRecords))
+	// Grown as messages come (bounded by the bytes and MaxRecords): a
+	// capacity from the smallest message size would be tens of times the
+	// count of real sets.
+	var inner []LegacyMessage
 	for p := 0; len(raw)-p >= LogOverhead; {
 		size := int32(binary.BigEndian.Uint32(raw[p+offLength:]))
 		if size < legacyOverheadV0 {

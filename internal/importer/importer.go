@@ -15,13 +15,22 @@
 // reported. With Options.Recover it recovers as Kafka's LogLoader.recoverLog
 // does after an unclean shutdown (see analyze).
 //
-// Writing goes through stream.Writer only: each segment file becomes one
-// COMMITTED generation of objects of about 1 MiB, the last one stays the
-// open segment. The stream id is derived from the topic, the partition and
-// the digest of the imported bytes, so an interrupted import resumes into
-// the same stream; the binding is created last (IfAbsent), only after a
-// full replay of the written stream reproduced the state derived from the
-// files. An existing binding is never touched.
+// Every entry is read as Kafka reads it: a v2 batch as it is, a legacy
+// message set (magic 0 or 1) up-converted to the v2 batch holding what
+// Kafka reads from it (docs/formats/legacy.md). The producer snapshots are
+// used as Kafka's log loader uses them, and the state it rebuilds is the
+// stream's genesis checkpoint (snapshot.go). A .log file without batches
+// between others is a segment of its own, as to Kafka's retention.
+//
+// Writing goes through stream.Writer only: each segment file with batches
+// becomes one COMMITTED generation of objects of about 1 MiB, the last one
+// stays the open segment. The stream id is derived from the topic, the
+// partition and the digest of the imported bytes, so an interrupted import
+// resumes into the same stream (what it finds there must be what it
+// writes); the binding is created last (IfAbsent), only after a full
+// replay of the written stream reproduced the state derived from the
+// files. An existing binding is never touched: one made from the same
+// bytes is "already imported", any other is refused.
 //
 // The importer never changes the Kafka directory and never writes outside
 // the new stream and its binding.
@@ -115,7 +124,8 @@ type Options struct {
 	Progress func(n int64)
 	// Now is the import clock producer snapshots are loaded at, and
 	// ProducerIDExpirationMs producer.id.expiration.ms (0: Kafka's
-	// default); IgnoreSnapshots imports without them (snapshot.go).
+	// default); IgnoreSnapshots rebuilds the producer state from the log
+	// start, as Kafka's loader does without a snapshot (snapshot.go).
 	Now                    time.Time
 	ProducerIDExpirationMs int64
 	IgnoreSnapshots        bool

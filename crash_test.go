@@ -691,8 +691,8 @@ func demoBase(args ...string) func(t *testing.T, dir string) {
 	}
 }
 
-// TestKilledAtRandomTimes: trim, retention run --all, compact, repair and
-// checkpoint create, each SIGKILLed at random moments of a slowed run and
+// TestKilledAtRandomTimes: trim, retention run --all, compact, repair,
+// checkpoint create and import kafka-log, each SIGKILLed at random moments of a slowed run and
 // rerun: every rerun converges to the store an uninterrupted run leaves.
 func TestKilledAtRandomTimes(t *testing.T) {
 	now := "2027-06-01T00:00:00Z"
@@ -755,6 +755,27 @@ func TestKilledAtRandomTimes(t *testing.T) {
 		base: demoBase("--records", "1500", "--partitions", "2"),
 		args: func(_, _ string) []string { return []string{"checkpoint", "create", "--all"} },
 		rate: "80",
+	}, {
+		// import kafka-log killed anywhere, also after its stream's
+		// generations and before its binding: the rerun finds its own
+		// half-written stream (the id derives from the bytes), resumes
+		// it and creates the binding; a rerun over the finished import
+		// is "already imported" (exit 0) and changes nothing.
+		name: "import",
+		base: func(t *testing.T, dir string) {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		},
+		args: func(_, _ string) []string {
+			return []string{"import", "kafka-log", filepath.Join("testdata", "kafka", "kafka-2.7-compacted", "__consumer_offsets-39"), "--now", now}
+		},
+		rate: "8",
+		check: func(t *testing.T, dir string) {
+			if _, _, err := layout.LoadBinding(context.Background(), fileStore(t, dir), "__consumer_offsets", 39); err != nil {
+				t.Fatalf("__consumer_offsets-39 after import: %v", err)
+			}
+		},
 	}}
 	for i, kc := range cases {
 		t.Run(kc.name, func(t *testing.T) {

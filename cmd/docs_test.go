@@ -209,6 +209,37 @@ func TestLayoutSchemas(t *testing.T) {
 	}
 	t.Logf("validated demo documents: %v", counts)
 
+	// Real documents import kafka-log writes with its optional fields: a
+	// binding naming its genesis (import.genesis) and its open segment
+	// without timestamps (import.open_segment), a manifest recording an
+	// empty segment (empty_segments).
+	imp := t.TempDir()
+	for _, src := range []string{importDir(t, time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)), noTimestampDir(t)} {
+		if code := Execute(context.Background(), []string{"--store", "file://" + imp, "import", "kafka-log", src, "--now", "2026-11-29T03:00:00Z"}, &out, &errb); code != 0 {
+			t.Fatalf("import %s: exit %d\n%s", src, code, errb.String())
+		}
+	}
+	seen := map[string]bool{}
+	for _, g := range []struct{ schema, glob string }{{"binding", "bindings/*/*.json"}, {"generation", "streams/*/generations/*.json"}} {
+		files, _ := filepath.Glob(filepath.Join(imp, g.glob))
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rel, _ := filepath.Rel(imp, f)
+			mustValidate(g.schema, rel, data)
+			for _, field := range []string{`"genesis"`, `"open_segment"`, `"empty_segments"`} {
+				if bytes.Contains(data, []byte(field)) {
+					seen[field] = true
+				}
+			}
+		}
+	}
+	if len(seen) != 3 {
+		t.Errorf("the imports wrote only %v of import.genesis, import.open_segment, empty_segments", seen)
+	}
+
 	// A real lease, as a retention run takes it.
 	ctx := context.Background()
 	st, err := store.NewFile(dir)

@@ -94,6 +94,11 @@ func (o *importOptions) validate(c *cobra.Command) error {
 		}
 		o.ConfigFileData, o.ConfigFileName = data, o.configFile
 	}
+	// The topic config is checked here, before any directory is read: a
+	// bad value is exit 2 even when no directory is imported.
+	if err := importer.CheckConfig(o.Options); err != nil {
+		return importErr(err)
+	}
 	return nil
 }
 
@@ -144,14 +149,36 @@ them); the batches give the rest. The file is compared with the batches'
 epochs (match, explained, e.g. the first batches of an epoch were
 compacted away, or differ) and each disagreement is listed.
 
-Producers whose batches are gone are known only from the broker's producer
-snapshot (NNNNNNNNNNNNNNNNNNNN.snapshot): import hydrates them from the
-newest snapshot at or below the stream's first offset, drops those expired
-at --now (producer.id.expiration.ms, --producer-id-expiration-ms), replays
-the segments on top and writes the state as the stream's first checkpoint
-(docs/kafka-retention-rules.md §16.1). A directory with a snapshot but no
-segment file imports as an empty log. A corrupt snapshot is exit 3 naming
-the file; --ignore-snapshots imports without snapshots.
+Producer snapshots (NNNNNNNNNNNNNNNNNNNN.snapshot) are used as Kafka's log
+loader uses them (docs/kafka-retention-rules.md §16.1): a snapshot not at
+a segment base (except the largest, at or above the last base: the one a
+clean shutdown writes at the log end), at or below the log start, or above
+the log end is discarded; the newest remaining one is loaded, a corrupt one
+passed over for the next; producers expired at --now
+(producer.id.expiration.ms, --producer-id-expiration-ms) are dropped; only
+the segments from the snapshot's offset on are replayed on top (without a
+snapshot, from the log start). That state is written as the stream's
+genesis checkpoint, anchored where the replay starts, and the binding
+names it, so every replay starts from it as the broker does. The report
+names the snapshot used, every one ignored and why, and each producer the
+snapshot and the segments it covers describe differently (the snapshot
+wins). A directory with a snapshot but no segment file imports as an empty
+log. --ignore-snapshots rebuilds the producer state from the log start, as
+the loader does without a snapshot.
+
+Legacy message sets (magic 0 and 1, compressed wrappers included) are
+imported as Kafka reads them: each is stored as the RecordBatch v2 holding
+its offsets, timestamps, timestamp type, keys and values, with no producer
+and no leader epoch (docs/formats/legacy.md); a legacy message that fails
+its CRC is what Kafka's recovery truncates, one whose CRC passes but whose
+contents cannot be read stops the import (exit 3; --recover does not drop
+it). A .log file without batches that is not the last is a segment of its
+own, aged by its file's mtime, as in Kafka; an open segment without
+timestamps is aged by its file's mtime too.
+
+A rerun of an interrupted import resumes its own half-written stream; a
+rerun over the binding it made from the same bytes reports "already
+imported (same bytes)" and exits 0.
 
 The binding's config snapshot is what retention and compaction plan with,
 so import never invents a retention policy. Give the topic's config with
@@ -172,16 +199,18 @@ import each partition --parallel at once, each holding its partition lease
 while it writes (a lease another job holds past --lease-wait: exit 4 for
 that partition). A subdirectory that is not a partition (its name is not
 TOPIC-PARTITION, e.g. a deleted partition's "-delete" folder, or a symbolic
-link) is reported on stderr and skipped; the others are imported. The
+link) is reported on stderr and skipped; the others are imported; a folder
+with no partition directory at all is exit 2 (nothing to import), and so
+are two directories naming one partition, before anything is written. The
 reports come in directory order; one partition's failure never stops the
 others, and the exit status is the worst partition's. --topic and
 --partition name one partition only. -o json then prints {"schema_version",
 "imports": [{"dir", "report" (the one-directory document) or "error"}],
 "skipped": [{"dir", "reason"}]}.` + exitStatusHelp(
-			"1 the binding exists already",
-			"2 the directory, a file in it or its name is refused (symlink, non-regular file, bad name, too large)",
+			"1 the binding exists already, made from other bytes",
+			"2 the directory, a file in it or its name is refused (symlink, non-regular file, bad name, too large); two directories name one partition; nothing to import",
 			"3 a segment file is corrupt (CRC, torn or zero tail in a non-last segment, overlapping offsets)",
-			"4 the partition's lease is held by another job past --lease-wait (the message names the holder)"),
+			"4 the partition's lease is held by another job past --lease-wait (the message names the holder); the store holds a half-written stream under this import's id that another writer made"),
 		Example: `  nereusctl import kafka-log /var/lib/kafka/data/__consumer_offsets-18
   nereusctl import kafka-log ./backup/orders-0 --dry-run
   nereusctl import kafka-log ./restore/p0 --topic orders --partition 0 --topic-config cleanup.policy=compact,delete -o json
@@ -305,6 +334,29 @@ func runImportMany(cmd *cobra.Command, g *globals, o *importOptions, dirs []stri
 	ctx := cmd.Context()
 	if o.Topic != "" {
 		return exitcode.UsageErr(fmt.Errorf("import kafka-log: --topic and --partition name one partition, and %d directories were given", len(dirs)))
+	}
+	if len(dirs) == 0 {
+		var why []string
+		for _, sk := range skipped {
+			why = append(why, fmt.Sprintf("%s (%s)", sk.Dir, sk.Reason))
+		}
+		return exitcode.Wrap(exitcode.Usage, fmt.Errorf("import kafka-log: nothing to import: no TOPIC-PARTITION directory in %s; skipped: %s", strings.Join(cmd.Flags().Args(), ", "), strings.Join(why, "; ")),
+			"point DIR at a partition directory (NNNNNNNNNNNNNNNNNNNN.log files) or at a Kafka log.dirs folder holding TOPIC-PARTITION directories")
+	}
+	// Two directories naming one partition would import into one binding
+	// twice: refused before anything is written.
+	seen := map[layout.TopicPartition]string{}
+	for _, d := range dirs {
+		topic, p, err := kafka.ParseTopicPartition(filepath.Base(filepath.Clean(d)))
+		if err != nil {
+			continue // importer.Prepare refuses it
+		}
+		tp := layout.TopicPartition{Topic: topic, Partition: p}
+		if first, dup := seen[tp]; dup {
+			return exitcode.Wrap(exitcode.Usage, fmt.Errorf("import kafka-log: %s and %s both name the partition %s", first, d, kafka.TopicPartitionDir(topic, p)),
+				"import one directory per partition; give the other with --topic/--partition in a run of its own, or into another store")
+		}
+		seen[tp] = d
 	}
 	for _, sk := range skipped {
 		fmt.Fprintf(g.stderr, "import kafka-log: skipped %s: %s\n", sk.Dir, sk.Reason)
@@ -466,9 +518,13 @@ func importErr(err error) error {
 	case errors.Is(err, retention.ErrBadTopicConfig):
 		return exitcode.Wrap(exitcode.Usage, err, topicConfigHint)
 	case errors.Is(err, importer.ErrBindingExists):
-		return exitcode.Wrap(exitcode.Error, err, "the partition is bound already; import into another store (--store) or choose another --topic/--partition")
+		return exitcode.Wrap(exitcode.Error, err, "the partition is bound already, to a stream imported from other bytes; import into another store (--store) or choose another --topic/--partition")
 	case errors.Is(err, importer.ErrRefused):
 		return exitcode.Wrap(exitcode.Usage, err, "point DIR at the partition directory itself (a real directory of regular files) and check its name")
+	case errors.Is(err, importer.ErrStreamConflict):
+		return exitcode.Wrap(exitcode.Blocked, err, "the store holds a half-written stream under this import's id that another build or writer made: delete its keys (nereusctl store ls streams/<id>/) or import into another store (--store)")
+	case errors.Is(err, kafka.ErrLegacyUnreadable):
+		return exitcode.Wrap(exitcode.Verify, err, "Kafka keeps this legacy message set (its CRC passes) but no reader can read it; --recover would not drop it either: restore the partition from a replica, or import a copy cut at the named byte")
 	case errors.Is(err, importer.ErrNeedsRecovery):
 		return exitcode.Wrap(exitcode.Verify, err, "Kafka's own log recovery would truncate the segment there: rerun with --recover to do the same (every byte dropped is reported; try --dry-run first), or restore the partition from a replica")
 	case errors.Is(err, kafka.ErrCRC):
@@ -481,7 +537,10 @@ func importErr(err error) error {
 
 func renderImport(w io.Writer, r *importer.Result) error {
 	verb := "Imported"
-	if r.DryRun {
+	switch {
+	case r.AlreadyImported:
+		verb = "Already imported (same bytes):"
+	case r.DryRun:
 		verb = "Dry run: would import"
 	}
 	fmt.Fprintf(w, "%s %s as %s-%d into stream %s (%s)\n", verb, r.Dir, r.Topic, r.Partition, r.StreamID, r.Binding)
@@ -516,15 +575,7 @@ func renderImport(w io.Writer, r *importer.Result) error {
 	for _, d := range e.Disagreements {
 		fmt.Fprintf(w, "  disagreement: epoch %d: file %s, batches %s, imported %s: %s\n", d.Epoch, offOrNone(d.FileStartOffset), offOrNone(d.BatchStartOffset), offOrNone(d.ImportedStartOffset), d.Reason)
 	}
-	if sn := r.Snapshot; sn != nil {
-		fmt.Fprintf(w, "Producer snapshot: %s (offset %d): %d producers, %d expired at %s (producer.id.expiration.ms %d), %d hydrated", sn.File, sn.Offset, sn.Entries, sn.Expired, sn.Clock, sn.ExpirationMs, sn.Producers)
-		if sn.Checkpoint != "" {
-			fmt.Fprintf(w, " into %s", sn.Checkpoint)
-		}
-		fmt.Fprintln(w)
-	} else {
-		fmt.Fprintln(w, "Producer snapshot: none used")
-	}
+	renderSnapshot(w, r)
 	fmt.Fprintf(w, "Imported bytes: sha256 %s\n", r.SHA256)
 	fmt.Fprintf(w, "State digest: %s\n", r.StateDigest)
 	for _, n := range r.Notes {
@@ -558,6 +609,41 @@ func renderImport(w io.Writer, r *importer.Result) error {
 		fmt.Fprintf(w, "\n%s\n", strings.Join(drops, "\n"))
 	}
 	return nil
+}
+
+// renderSnapshot prints what the producer snapshots gave: the one Kafka's
+// log loader uses (or none), every other with the rule that discards it,
+// and where the snapshot and the segments it covers disagree.
+func renderSnapshot(w io.Writer, r *importer.Result) {
+	sn := r.Snapshot
+	switch {
+	case sn == nil:
+		fmt.Fprintln(w, "Producer snapshot: none (no .snapshot file)")
+		return
+	case sn.File == "":
+		fmt.Fprintf(w, "Producer snapshot: none used (%d ignored): the producer state is rebuilt from the log start %d\n", len(sn.Ignored), sn.ReplayFrom)
+	default:
+		fmt.Fprintf(w, "Producer snapshot: %s (offset %d): %d producers, %d expired at %s (producer.id.expiration.ms %d), %d loaded", sn.File, sn.Offset, sn.Entries, sn.Expired, sn.Clock, sn.ExpirationMs, sn.Producers)
+		if sn.Checkpoint != "" {
+			fmt.Fprintf(w, " into %s", sn.Checkpoint)
+		}
+		fmt.Fprintf(w, "; the segments from %d on are replayed\n", sn.ReplayFrom)
+	}
+	for _, ig := range sn.Ignored {
+		fmt.Fprintf(w, "  ignored %s: %s\n", ig.File, ig.Reason)
+	}
+	view := func(v *importer.ProducerView) string {
+		if v == nil {
+			return "none"
+		}
+		return fmt.Sprintf("epoch %d, last sequence %d at offset %d, txn %d", v.Epoch, v.LastSequence, v.LastOffset, v.CurrentTxnFirstOffset)
+	}
+	for _, d := range sn.Disagreements {
+		fmt.Fprintf(w, "  disagreement: producer %d: snapshot %s; segments %s: %s\n", d.ProducerID, view(d.Snapshot), view(d.Segments), d.Reason)
+	}
+	if n := sn.DisagreementsTotal - len(sn.Disagreements); n > 0 {
+		fmt.Fprintf(w, "  … %d more disagreements\n", n)
+	}
 }
 
 // offOrNone renders an optional offset ("none" when absent).

@@ -33,9 +33,10 @@ hydrate it, replay the COMMITTED tail to the head, apply the durable trim,
 and report the partition state with its state digest.
 
 The report says which checkpoint was chosen and why every other one was
-skipped. --full ignores checkpoints and replays from the first offset (or,
-when gc removed the objects below the durable trim, from the oldest valid
-checkpoint: the retention floor). --compare runs both and fails with exit 3
+skipped. --full ignores checkpoints and replays from the first offset (from
+the stream's genesis checkpoint when import wrote one, or, when gc removed
+the objects below the durable trim, from the oldest valid checkpoint: the
+retention floor). --compare runs both and fails with exit 3
 unless the state digests match; a checkpoint whose only difference is the
 bases of segments after offset gaps, derived before segments started at
 their first batch or Kafka's file name, is named as such, with the action
@@ -359,7 +360,7 @@ func renderReplay(w io.Writer, res, full *recovery.Result) error {
 	if res.Full && res.Floor {
 		fmt.Fprintf(w, "Checkpoint: %s (anchor %d): the retention floor; the objects below the first retained one (all under the durable trim %d) were removed by gc, so a full replay starts here\n", res.Chosen.Key, res.Chosen.Anchor, res.Head.Trim)
 	} else if res.Full && res.Genesis {
-		fmt.Fprintf(w, "Checkpoint: %s (anchor %d): the stream's first offset; it holds the state from before it (written at import: a broker snapshot's producers, leader epochs whose batches are gone), so a full replay starts here\n", res.Chosen.Key, res.Chosen.Anchor)
+		fmt.Fprintf(w, "Checkpoint: %s (anchor %d): the stream's genesis; it holds the state from before it (written at import: what Kafka's log loader rebuilds from a broker snapshot, leader epochs whose batches are gone), so a full replay starts here\n", res.Chosen.Key, res.Chosen.Anchor)
 	} else if res.Full {
 		fmt.Fprintf(w, "Checkpoint: none (full replay requested)\n")
 	} else if res.Chosen == nil {

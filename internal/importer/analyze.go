@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"slices"
 	"sort"
 	"time"
 
@@ -36,11 +37,22 @@ type segPlan struct {
 	// file's name) when that lies below the next segment's first batch.
 	nextBase int64
 	hasNext  bool
-	kept     int    // bytes kept after recovery
-	sum      []byte // SHA-256 of the kept bytes
-	maxTs    int64
-	objects  []plannedObject
-	rep      *SegmentReport
+	// empties are the segments without a batch right after this one
+	// (files the cleaner emptied), which its generation records
+	// (empty_segments): each a segment of its own to Kafka's retention.
+	empties []layout.EmptySegment
+	// gen is the COMMITTED generation the segment becomes (-1: none, the
+	// open segment or a segment without batches).
+	gen  int64
+	kept int    // bytes of the file kept after recovery
+	sum  []byte // SHA-256 of the kept bytes
+	// legacy: the segment holds legacy message sets, which are stored
+	// up-converted (stored bytes in all, not the file's).
+	legacy  bool
+	stored  int
+	maxTs   int64
+	objects []plannedObject
+	rep     *SegmentReport
 }
 
 // plan is the outcome of pass 1: everything needed to write, and the
@@ -52,13 +64,32 @@ type plan struct {
 	kafkaEnd int64 // Kafka's log end offset: dataEnd, or an empty last segment's base
 	digest   string
 	part     *state.Partition
-	hyd      *hydration // the producer snapshot, nil when none
-	covered  []offRange // offsets held by batches, merged
+	// seedEpochs are the leader-epoch-checkpoint's entries the batches do
+	// not give (mergeEpochFile); genesis is the genesis checkpoint's state
+	// (snapshot.go, loaderState), nil when the stream needs none; objSHA
+	// maps each object's end offset to its SHA-256 (write).
+	seedEpochs []state.EpochEntry
+	genesis    *genesisState
+	objSHA     map[int64]string
+	covered    []offRange // offsets held by batches, merged
 	// carried: every leader epoch a batch carries (partitionLeaderEpoch
 	// >= 0); batchEpochs the cache the batches alone give (before the
 	// leader-epoch-checkpoint is merged in: importer.go).
 	carried     map[int32]bool
 	batchEpochs []state.EpochEntry
+	// leading are the segments without a batch before the first one with
+	// batches, and leadingRoll (-1: none) the first such segment's base
+	// when it lies below its first batch: no manifest precedes them, so
+	// the genesis checkpoint holds them (snapshot.go).
+	leading     []layout.EmptySegment
+	leadingRoll int64
+	// points maps each offset the import may anchor its genesis at (every
+	// producer snapshot's offset, the log start; cutsAt) to where Kafka's
+	// log loader would start replaying from it: the base of the first
+	// batch whose last offset is at or above it (LogSegment.read finds
+	// the batch holding an offset), or the end of the data. An object
+	// boundary lies there: the stream objects are cut at it.
+	points map[int64]int64
 }
 
 // offRange is [from, to).
@@ -75,20 +106,29 @@ type offRange struct{ from, to int64 }
 // the first segment that loses bytes becomes the last, and every segment
 // after it is deleted (removeAndDeleteSegmentsAsync). Every byte dropped
 // is reported.
-func analyze(segs []segmentFile, res *Result, opt Options, recoveryPoint int64) (*plan, error) {
-	p := &plan{start: segs[0].base, carried: map[int32]bool{}}
-	p.part = opt.hyd.seed(p.start) // the producer snapshot's state, if any (snapshot.go)
+func analyze(segs []segmentFile, res *Result, opt Options, recoveryPoint int64, cuts []int64) (*plan, error) {
+	p := &plan{start: segs[0].base, carried: map[int32]bool{}, leadingRoll: -1, points: map[int64]int64{}}
+	p.part = state.New(p.start) // the batches' own state; the genesis (snapshot.go) comes later
+	// One report per file, never moved: the plans keep pointers to them.
+	res.Segments = make([]SegmentReport, 0, len(segs))
 	expect := p.start
 	digest := sha256.New()
 	gen := int64(0)
 	lim := kafka.DefaultLimits()
 	truncated := ""
 	var kept []segmentFile
-	// After a segment is sealed, rollAt is the name of the file that
-	// follows it (Kafka's base of the next segment) and sealedIdx its
-	// plan; the next batch opens the next segment, at rollAt when that
-	// lies below the batch (-1: no segment sealed since the last batch).
-	rollAt, sealedIdx := int64(-1), -1
+	// cuts not yet met, ascending: the next object starts at the first
+	// batch whose last offset reaches one (points).
+	pending := slices.Clone(cuts)
+	slices.Sort(pending)
+	pending = slices.Compact(pending)
+	// lastData is the plan of the last segment with batches (-1: none
+	// yet); empty holds the segments without batches since then, which
+	// become segments of their own once a batch follows them (Kafka's
+	// retention tests each segment; trailing ones cannot be represented:
+	// the stream head cannot pass the data).
+	lastData := -1
+	var empty []int
 	for i, sf := range segs {
 		if truncated != "" {
 			// LogLoader.recoverLog: after a segment lost bytes, the rest
@@ -112,15 +152,25 @@ func analyze(segs []segmentFile, res *Result, opt Options, recoveryPoint int64) 
 		}
 		res.Segments = append(res.Segments, SegmentReport{File: sf.name, BaseOffset: sf.base, Size: int64(len(data)), NextOffset: expect})
 		rep := &res.Segments[len(res.Segments)-1]
-		sp := segPlan{file: sf, maxTs: kafka.NoTimestamp, rep: rep}
+		sp := segPlan{file: sf, maxTs: kafka.NoTimestamp, rep: rep, gen: -1}
 		cur := plannedObject{base: expect}
-		sc := kafka.NewScannerVerify(data)
+		// Every entry as Kafka reads it (FileLogInputStream): a v2 batch as
+		// it is, a legacy message set (magic 0 or 1) up-converted to the v2
+		// batch holding what Kafka reads from it (kafka.LogScanner): the
+		// stream stores v2 only (docs/formats/legacy.md). opos is the
+		// position in the bytes stored, pos in the file.
+		sc := kafka.NewLogScanner(data, lim)
+		opos := 0
 		for sc.Next() {
 			h := sc.HeaderPtr()
 			pos := int(sc.Pos())
-			size := h.Size()
+			size := len(sc.Batch())
 			if size > lim.MaxBatchBytes {
 				return nil, fmt.Errorf("%s: batch at byte %d: %d bytes, more than the %d-byte cap: %w", sf.path, pos, size, lim.MaxBatchBytes, kafka.ErrTooLarge)
+			}
+			if sc.Legacy() {
+				sp.legacy = true
+				rep.LegacyBatches++
 			}
 			switch {
 			case h.BaseOffset < sf.base:
@@ -141,27 +191,24 @@ func analyze(segs []segmentFile, res *Result, opt Options, recoveryPoint int64) 
 					res.Gaps = append(res.Gaps, Gap{From: expect, To: h.BaseOffset, File: sf.name, Where: where})
 				}
 			}
-			if cur.batches > 0 && pos+size-cur.start > opt.ObjectBytes {
-				cur.end, cur.next = pos, expect
+			cut := false
+			for len(pending) > 0 && h.LastOffset() >= pending[0] {
+				p.points[pending[0]] = h.BaseOffset
+				pending = pending[1:]
+				cut = true
+			}
+			if cur.batches > 0 && (cut || opos+size-cur.start > opt.ObjectBytes) {
+				cur.end, cur.next = opos, expect
 				sp.objects = append(sp.objects, cur)
-				cur = plannedObject{start: pos, base: expect}
+				cur = plannedObject{start: opos, base: expect}
 			}
-			if rollAt >= 0 {
-				// Kafka's segment base is the file name (LocalLog.roll;
-				// the cleaner keeps a group's first base,
-				// LogCleaner.cleanSegments' segments.head.baseOffset):
-				// when the cleaner removed the file's first batches, the
-				// segment still starts at its name, and the generation
-				// before it records that (next_segment_base).
-				if rollAt < h.BaseOffset {
-					if err := p.part.Roll(rollAt); err != nil {
-						return nil, fmt.Errorf("%s: %w", sf.path, err)
-					}
-					p.segs[sealedIdx].nextBase, p.segs[sealedIdx].hasNext = rollAt, true
+			if rep.Batches == 0 {
+				if err := p.openSegment(sf, h.BaseOffset, lastData, empty); err != nil {
+					return nil, err
 				}
-				rollAt = -1
+				empty = nil
 			}
-			bt := stream.Batch{Header: *h, Raw: sc.Batch(), Object: layout.StreamObject{Key: sf.name, Base: cur.base}, Pos: int64(pos - cur.start)}
+			bt := stream.Batch{Header: *h, Raw: sc.Batch(), Object: layout.StreamObject{Key: sf.name, Base: cur.base}, Pos: int64(opos - cur.start)}
 			if err := recovery.ApplyBatch(p.part, bt); err != nil {
 				return nil, fmt.Errorf("%s: batch at byte %d: %w", sf.path, pos, err)
 			}
@@ -182,8 +229,9 @@ func analyze(segs []segmentFile, res *Result, opt Options, recoveryPoint int64) 
 				p.covered = append(p.covered, offRange{h.BaseOffset, h.NextOffset()})
 			}
 			expect = h.NextOffset()
+			opos += size
 		}
-		sp.kept = len(data)
+		sp.kept, sp.stored = len(data), opos
 		if err := sc.Err(); err != nil {
 			pos := int(sc.Pos())
 			if recover {
@@ -201,14 +249,15 @@ func analyze(segs []segmentFile, res *Result, opt Options, recoveryPoint int64) 
 		}
 		kept = append(kept, sf)
 		if cur.batches > 0 {
-			cur.end, cur.next = sp.kept, expect
+			cur.end, cur.next = sp.stored, expect
 			sp.objects = append(sp.objects, cur)
 		}
-		kept := data[:sp.kept]
-		s := sha256.Sum256(kept)
+		keptBytes := data[:sp.kept]
+		s := sha256.Sum256(keptBytes)
 		sp.sum = s[:]
-		writeDigest(digest, sf.base, len(kept), sp.sum)
+		writeDigest(digest, sf.base, len(keptBytes), sp.sum)
 		rep.Bytes = int64(sp.kept)
+		rep.StoredBytes = int64(sp.stored)
 		rep.NextOffset = expect
 		rep.Objects = len(sp.objects)
 		if rep.Batches > 0 && sp.maxTs < 0 {
@@ -216,7 +265,7 @@ func analyze(segs []segmentFile, res *Result, opt Options, recoveryPoint int64) 
 			// measures retention.ms and min.compaction.lag.ms from the
 			// file's last-modified time.
 			if last {
-				res.Notes = append(res.Notes, fmt.Sprintf("%s: no batch carries a timestamp; Kafka measures its age by the file's modification time, nereusctl by the write time of the open segment's newest object (the import, which is later: never earlier deletion)", sf.name))
+				res.Notes = append(res.Notes, fmt.Sprintf("%s: no batch carries a timestamp; Kafka measures its age by the file's modification time %s, and so does retention while the open segment holds only what the import wrote (the binding records it: import.open_segment)", sf.name, time.UnixMilli(sf.mtimeMs).UTC().Format(time.RFC3339)))
 			} else {
 				res.Notes = append(res.Notes, fmt.Sprintf("%s: no batch carries a timestamp; its seal time is the file's modification time %s (LogSegment.largestTimestamp)", sf.name, time.UnixMilli(sf.mtimeMs).UTC().Format(time.RFC3339)))
 			}
@@ -224,22 +273,78 @@ func analyze(segs []segmentFile, res *Result, opt Options, recoveryPoint int64) 
 		switch {
 		case last:
 		case len(sp.objects) == 0:
-			res.Notes = append(res.Notes, fmt.Sprintf("%s holds no batches: it becomes no generation", sf.name))
+			empty = append(empty, len(p.segs))
 		default:
+			sp.gen = gen
 			g := gen
 			rep.Generation = &g
 			if err := p.part.Seal(gen, expect); err != nil {
 				return nil, fmt.Errorf("%s: %w", sf.path, err)
 			}
 			gen++
-			rollAt, sealedIdx = segs[i+1].base, len(p.segs)
+			lastData = len(p.segs)
 		}
 		p.segs = append(p.segs, sp)
+	}
+	for _, i := range empty {
+		res.Notes = append(res.Notes, fmt.Sprintf("%s holds no batches and no batch follows it: it is not imported (Kafka's segment [%d, %d) lies above the end of the data %d, which the stream head cannot pass)",
+			p.segs[i].file.name, p.segs[i].file.base, kept[i+1].base, expect))
+	}
+	for _, c := range pending {
+		p.points[c] = expect
 	}
 	p.dataEnd = expect
 	p.kafkaEnd = max(expect, kept[len(kept)-1].base)
 	p.digest = hex.EncodeToString(digest.Sum(nil))
 	return p, nil
+}
+
+// openSegment is called at the first batch (at offset first) of segment
+// file sf: the segments without batches since the last segment with
+// batches (empty, indexes into p.segs) become segments of their own, each
+// [its name, the next file's name) aged by its file's mtime (Kafka's
+// LogSegment.largestTimestamp of an empty segment), recorded in the
+// manifest of the segment before them (or the genesis, for those before
+// any batch); then, when sf's name lies below its first batch, the segment
+// opens there (state.Roll: Kafka's segment base is the file name, also
+// after the cleaner removed its first batches, LogCleaner.cleanSegments'
+// segments.head.baseOffset), recorded as next_segment_base. The first
+// segment of the stream starts at the stream's first offset.
+func (p *plan) openSegment(sf segmentFile, first int64, lastData int, empty []int) error {
+	var es []layout.EmptySegment
+	for _, i := range empty {
+		e := layout.EmptySegment{Base: p.segs[i].file.base, LastModifiedMs: p.segs[i].file.mtimeMs}
+		if i+1 < len(p.segs) {
+			e.End = p.segs[i+1].file.base
+		} else {
+			e.End = sf.base
+		}
+		if err := p.part.AddEmptySegment(e.Base, e.End, e.LastModifiedMs); err != nil {
+			return fmt.Errorf("%s: %w", p.segs[i].file.path, err)
+		}
+		end := e.End
+		p.segs[i].rep.EmptySegmentEnd = &end
+		es = append(es, e)
+	}
+	if lastData < 0 && len(empty) == 0 {
+		return nil // the stream's first segment: it starts at the first offset
+	}
+	if lastData >= 0 {
+		p.segs[lastData].empties = es
+	} else {
+		p.leading = es
+	}
+	if sf.base < first {
+		if err := p.part.Roll(sf.base); err != nil {
+			return fmt.Errorf("%s: %w", sf.path, err)
+		}
+		if lastData >= 0 {
+			p.segs[lastData].nextBase, p.segs[lastData].hasNext = sf.base, true
+		} else {
+			p.leadingRoll = sf.base
+		}
+	}
+	return nil
 }
 
 // recoverTail decides what a scan that stopped at pos means, as Kafka's
@@ -259,6 +364,10 @@ func recoverTail(sf segmentFile, data []byte, pos int, scanErr error, last bool,
 		flushed = "; the segment lies below the broker's recovery point (recovery-point-offset-checkpoint), so Kafka's recovery would not touch it either"
 	}
 	switch {
+	case errors.Is(scanErr, kafka.ErrLegacyUnreadable):
+		// Kafka's recovery keeps it (the wrapper's CRC passes): not a
+		// defect --recover may drop.
+		return fmt.Errorf("%s: byte %d: %w; Kafka keeps this message set in the log (its CRC passes) but cannot read it either, so it cannot be imported", sf.path, pos, scanErr)
 	case errors.Is(scanErr, kafka.ErrCRC):
 		return fmt.Errorf("%s: batch at byte %d fails its CRC (%w); Kafka's recovery would truncate the segment there and lose every batch after it, so the import stops instead%s: %w",
 			sf.path, pos, scanErr, flushed, ErrNeedsRecovery)
@@ -291,6 +400,12 @@ func recoverTail(sf segmentFile, data []byte, pos int, scanErr error, last bool,
 // at a torn batch, and log.truncateTo(validBytes) drops everything from
 // pos on. The drop is reported with its reason.
 func recoverInvalid(sf segmentFile, data []byte, pos int, scanErr error, rep *SegmentReport) error {
+	if errors.Is(scanErr, kafka.ErrLegacyUnreadable) {
+		// Valid to Kafka's recovery (LogSegment.recover checks the
+		// wrapper's CRC): it never truncates there, and neither does
+		// --recover.
+		return recoverTail(sf, data, pos, scanErr, true, rep, false)
+	}
 	if !errors.Is(scanErr, kafka.ErrCorrupt) && !errors.Is(scanErr, kafka.ErrTruncated) && !errors.Is(scanErr, kafka.ErrZeroTail) {
 		return fmt.Errorf("%s: %w", sf.path, scanErr)
 	}

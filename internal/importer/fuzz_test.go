@@ -64,6 +64,10 @@ func FuzzImportSegment(f *testing.F) {
 	f.Add(append(append([]byte{}, seed...), make([]byte, 100)...))
 	f.Add(seed[:len(seed)-7])
 	f.Add([]byte{})
+	// Legacy message sets (magic 0, magic 1, a gzip wrapper) before v2.
+	legacy, _ := legacySegment(f)
+	f.Add(legacy)
+	f.Add(legacy[:len(legacy)-3])
 	f.Fuzz(func(t *testing.T, b []byte) {
 		dir := filepath.Join(t.TempDir(), "fuzz-0")
 		if err := os.Mkdir(dir, 0o755); err != nil {

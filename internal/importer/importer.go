@@ -15,22 +15,29 @@
 // reported. With Options.Recover it recovers as Kafka's LogLoader.recoverLog
 // does after an unclean shutdown (see analyze).
 //
-// Writing goes through stream.Writer only: each segment file becomes one
-// COMMITTED generation of objects of about 1 MiB, the last one stays the
-// open segment. The stream id is derived from the topic, the partition and
-// the digest of the imported bytes, so an interrupted import resumes into
-// the same stream; the binding is created last (IfAbsent), only after a
-// full replay of the written stream reproduced the state derived from the
-// files. An existing binding is never touched.
+// Every entry is read as Kafka reads it: a v2 batch as it is, a legacy
+// message set (magic 0 or 1) up-converted to the v2 batch holding what
+// Kafka reads from it (docs/formats/legacy.md). The producer snapshots are
+// used as Kafka's log loader uses them, and the state it rebuilds is the
+// stream's genesis checkpoint (snapshot.go). A .log file without batches
+// between others is a segment of its own, as to Kafka's retention.
+//
+// Writing goes through stream.Writer only: each segment file with batches
+// becomes one COMMITTED generation of objects of about 1 MiB, the last one
+// stays the open segment. The stream id is derived from the topic, the
+// partition and the digest of the imported bytes, so an interrupted import
+// resumes into the same stream (what it finds there must be what it
+// writes); the binding is created last (IfAbsent), only after a full
+// replay of the written stream reproduced the state derived from the
+// files. An existing binding is never touched: one made from the same
+// bytes is "already imported", any other is refused.
 //
 // The importer never changes the Kafka directory and never writes outside
 // the new stream and its binding.
 package importer
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math"
@@ -41,6 +48,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nereusctl/nereusctl/internal/errkind"
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
@@ -62,6 +70,10 @@ var (
 	// would truncate (LogSegment.recover) and that the import refuses
 	// without --recover.
 	ErrNeedsRecovery = errors.New("kafka's recovery would truncate it")
+	// ErrStreamConflict: the store holds, under the stream id these bytes
+	// derive, a half-written stream that is not this import's (another
+	// build's, or written by something else); nothing more is written.
+	ErrStreamConflict = errkind.New(errkind.Conflict, "the stream is not the one this import writes")
 )
 
 // DefaultObjectBytes is the size the importer aims at for each stream
@@ -112,12 +124,11 @@ type Options struct {
 	Progress func(n int64)
 	// Now is the import clock producer snapshots are loaded at, and
 	// ProducerIDExpirationMs producer.id.expiration.ms (0: Kafka's
-	// default); IgnoreSnapshots imports without them (snapshot.go).
+	// default); IgnoreSnapshots rebuilds the producer state from the log
+	// start, as Kafka's loader does without a snapshot (snapshot.go).
 	Now                    time.Time
 	ProducerIDExpirationMs int64
 	IgnoreSnapshots        bool
-	// hyd is the snapshot chosen by Run, seeding analyze's state.
-	hyd *hydration
 }
 
 // SegmentReport says what one segment file gave.
@@ -133,6 +144,11 @@ type SegmentReport struct {
 	DropReason   string `json:"drop_reason,omitempty"`
 	Batches      int64  `json:"batches"`
 	Records      int64  `json:"records"`
+	// LegacyBatches counts the legacy message sets (magic 0 or 1) among
+	// Batches, stored up-converted to RecordBatch v2; StoredBytes is what
+	// the stream holds for the segment (Bytes when there is none).
+	LegacyBatches int64 `json:"legacy_batches"`
+	StoredBytes   int64 `json:"stored_bytes"`
 	// FirstOffset is the first batch's base offset (null: no batch);
 	// NextOffset the offset after the last batch.
 	FirstOffset *int64 `json:"first_offset"`
@@ -142,6 +158,11 @@ type SegmentReport struct {
 	// the last segment (the open segment) and for a segment without
 	// batches.
 	Generation *int64 `json:"generation"`
+	// EmptySegmentEnd, for a file without batches that a batch follows,
+	// is the end of the segment of its own it became, [base_offset,
+	// empty_segment_end) (the next file's name), aged by its file's mtime
+	// (docs/kafka-retention-rules.md R6); null otherwise.
+	EmptySegmentEnd *int64 `json:"empty_segment_end"`
 }
 
 // Gap is a range of offsets no batch holds.
@@ -209,9 +230,13 @@ type Result struct {
 	// one, or without --recover).
 	Recover       bool  `json:"recover"`
 	RecoveryPoint int64 `json:"recovery_point"`
-	// Snapshot is what the producer snapshot gave (null: none used).
+	// Snapshot is what the producer snapshots gave (null: the directory
+	// has none).
 	Snapshot *SnapshotReport `json:"producer_snapshot"`
-	Notes    []string        `json:"notes"`
+	// AlreadyImported: the binding exists and points at the stream these
+	// same bytes give; nothing was written.
+	AlreadyImported bool     `json:"already_imported"`
+	Notes           []string `json:"notes"`
 }
 
 // Run imports opt.Dir into st: Prepare, then (*Import).Run.
@@ -290,6 +315,21 @@ func Prepare(opt Options) (*Import, error) {
 		segs: segs, notes: append(cfgNotes, notes...)}, nil
 }
 
+// CheckConfig checks the options that do not depend on a directory: the
+// topic config (--topic-config-file, --cleanup-policy, --segment-bytes,
+// --topic-config), as Prepare would for a topic of opt.Topic's name (or an
+// ordinary topic's when none is given). Its error is Prepare's.
+func CheckConfig(opt Options) error {
+	topic := opt.Topic
+	if topic == "" {
+		topic = "topic"
+	}
+	if _, _, _, _, err := topicConfig(topic, opt); err != nil {
+		return refusedConfig{err}
+	}
+	return nil
+}
+
 // SetProgress sets the function told the bytes written as they go.
 func (im *Import) SetProgress(f func(n int64)) { im.opt.Progress = f }
 
@@ -315,10 +355,13 @@ func (im *Import) Run(ctx context.Context, st store.Store) (*Result, error) {
 		RetentionOff: cfg.RetentionMs == -1 && cfg.RetentionBytes == -1,
 		Binding:      layout.BindingKey(topic, partition), Segments: []SegmentReport{}, Gaps: []Gap{}, Notes: []string{}}
 	name := kafka.TopicPartitionDir(topic, partition)
+	var existing *layout.Binding
 	if st != nil {
-		if err := checkNoBinding(ctx, st, topic, partition); err != nil {
+		b, err := existingBinding(ctx, st, topic, partition)
+		if err != nil {
 			return nil, err
 		}
+		existing = b
 	} else {
 		res.Notes = append(res.Notes, "no store opened: the check that the binding does not exist yet was skipped")
 	}
@@ -331,7 +374,7 @@ func (im *Import) Run(ctx context.Context, st store.Store) (*Result, error) {
 		}
 		res.RecoveryPoint = rp
 	}
-	p, err := hydrateAndAnalyze(dir, topic, partition, segs, res, opt)
+	p, err := planImport(dir, topic, partition, segs, res, opt)
 	if err != nil {
 		return nil, fmt.Errorf("import kafka-log %s: %w", name, err)
 	}
@@ -343,6 +386,12 @@ func (im *Import) Run(ctx context.Context, st store.Store) (*Result, error) {
 		res.Objects += s.Objects
 		if s.Generation != nil {
 			res.Generations++
+		}
+		if s.LegacyBatches > 0 {
+			res.Notes = append(res.Notes, fmt.Sprintf("%s: %d legacy message sets (magic 0 or 1) imported as Kafka reads them, each stored as a RecordBatch v2 with its offsets, timestamps, keys and values (no producer, no leader epoch): %d bytes in the file, %d in the stream (docs/formats/legacy.md)", s.File, s.LegacyBatches, s.Bytes, s.StoredBytes))
+		}
+		if s.EmptySegmentEnd != nil {
+			res.Notes = append(res.Notes, fmt.Sprintf("%s holds no batches: it is a segment of its own [%d, %d), as in Kafka, aged by its file's modification time (the manifest before it records it: empty_segments)", s.File, s.BaseOffset, *s.EmptySegmentEnd))
 		}
 	}
 	res.Start, res.Head, res.KafkaLogEnd = p.start, p.dataEnd, p.kafkaEnd
@@ -361,6 +410,23 @@ func (im *Import) Run(ctx context.Context, st store.Store) (*Result, error) {
 		return nil, fmt.Errorf("import kafka-log %s: %w", name, err)
 	}
 	merge := p.mergeEpochFile(ckpt)
+	// The producer state Kafka's log loader rebuilds from the snapshots
+	// (snapshot.go), and the genesis checkpoint that holds it.
+	var bases []int64
+	for _, sp := range p.segs {
+		bases = append(bases, sp.file.base)
+	}
+	ch, err := chooseSnapshot(dir, bases, res.LogStart, p.kafkaEnd, opt)
+	if err != nil {
+		return nil, fmt.Errorf("import kafka-log %s: %w", name, err)
+	}
+	if err := p.loaderState(ch, p.seedEpochs, res.LogStart, opt); err != nil {
+		return nil, fmt.Errorf("import kafka-log %s: %w", name, err)
+	}
+	res.Snapshot = ch.rep
+	if ch.rep != nil && !ch.used {
+		res.Notes = append(res.Notes, fmt.Sprintf("no producer snapshot survives Kafka's loader rules (%d ignored): the producer state is rebuilt from the log start %d, as the broker does", len(ch.rep.Ignored), res.LogStart))
+	}
 	if res.LogStart > p.start {
 		p.part.ApplyLogStart(res.LogStart)
 	}
@@ -378,8 +444,18 @@ func (im *Import) Run(ctx context.Context, st store.Store) (*Result, error) {
 	expected := state.Digest(p.part)
 	binding := &layout.Binding{Topic: topic, TopicID: res.TopicID, Partition: partition, StreamID: res.StreamID, Config: cfg,
 		ObservedLogStart: res.LogStart, Coverage: layout.Coverage{State: layout.CoverageNone}, Version: 1, ConfigSource: im.cfgSource}
+	if last := len(p.segs) - 1; last >= 0 && p.segs[last].rep.Batches > 0 && p.segs[last].maxTs < 0 {
+		// The open segment without timestamps: retention ages it by its
+		// .log file's mtime while it holds only what the import wrote.
+		sp := p.segs[last]
+		binding.Import = &layout.ImportRecord{OpenSegment: &layout.ImportedSegment{Base: p.openBase(), End: p.dataEnd, LastModifiedMs: max(sp.file.mtimeMs, 0)}}
+	}
 	if err := binding.Validate(); err != nil {
 		return nil, refused("import kafka-log %s: binding: %v", name, err)
+	}
+	if existing != nil {
+		res.Epochs = epochCheck(ckpt, p.part.Epochs, merge, res, p)
+		return alreadyImported(existing, binding, res, name, expected)
 	}
 
 	if opt.DryRun {
@@ -391,9 +467,18 @@ func (im *Import) Run(ctx context.Context, st store.Store) (*Result, error) {
 	if err := write(ctx, st, p, res, opt); err != nil {
 		return nil, fmt.Errorf("import kafka-log %s into stream %s: %w", name, res.StreamID, err)
 	}
-	genesis, err := p.hyd.writeGenesis(ctx, st, binding, p.start)
+	genesis, err := p.writeGenesis(ctx, st, binding)
 	if err != nil {
 		return nil, fmt.Errorf("import kafka-log %s into stream %s: %w", name, res.StreamID, err)
+	}
+	if genesis != nil {
+		if binding.Import == nil {
+			binding.Import = &layout.ImportRecord{}
+		}
+		binding.Import.Genesis = genesis
+		if res.Snapshot != nil && p.genesis.producers {
+			res.Snapshot.Checkpoint = genesis.Key
+		}
 	}
 	// A full replay of what was written must give the state the files
 	// give; only then is the binding created.
@@ -407,8 +492,8 @@ func (im *Import) Run(ctx context.Context, st store.Store) (*Result, error) {
 			name, res.StreamID, rr.Digest(), expected, kafka.ErrCorrupt)
 	}
 	res.Epochs = epochCheck(ckpt, rr.State.Epochs, merge, res, p)
-	if merge.fromFile > 0 {
-		res.Epochs.GenesisCheckpoint = genesis
+	if merge.fromFile > 0 && genesis != nil {
+		res.Epochs.GenesisCheckpoint = genesis.Key
 	}
 	if _, err := layout.Create(ctx, st, res.Binding, binding); err != nil {
 		if errors.Is(err, store.ErrPreconditionFailed) {
@@ -501,20 +586,68 @@ func topicConfig(topic string, opt Options) (cfg layout.TopicConfig, source stri
 	return cfg, source, defaulted, notes, nil
 }
 
-func checkNoBinding(ctx context.Context, st store.Store, topic string, partition int32) error {
+// existingBinding loads the partition's binding, nil when there is none.
+func existingBinding(ctx context.Context, st store.Store, topic string, partition int32) (*layout.Binding, error) {
 	key := layout.BindingKey(topic, partition)
 	_, err := st.Head(ctx, key)
 	switch {
 	case err == nil:
-		sid := "?"
-		if b, _, lerr := layout.LoadBinding(ctx, st, topic, partition); lerr == nil {
-			sid = b.StreamID
+		b, _, err := layout.LoadBinding(ctx, st, topic, partition)
+		if err != nil {
+			return nil, fmt.Errorf("import kafka-log %s: %s already exists and cannot be read: %w", kafka.TopicPartitionDir(topic, partition), key, err)
 		}
-		return fmt.Errorf("import kafka-log %s: %s already exists (stream %s): %w", kafka.TopicPartitionDir(topic, partition), key, sid, ErrBindingExists)
+		return b, nil
 	case errors.Is(err, store.ErrNotFound):
-		return nil
+		return nil, nil
 	}
-	return fmt.Errorf("import kafka-log: check %s: %w", key, err)
+	return nil, fmt.Errorf("import kafka-log: check %s: %w", key, err)
+}
+
+// alreadyImported answers an import over an existing binding: when the
+// binding points at the stream these bytes give (the stream id derives
+// from them), the partition was imported from the same bytes already and
+// nothing is written (AlreadyImported); otherwise the binding is someone
+// else's and the import refuses, naming both streams.
+func alreadyImported(existing, want *layout.Binding, res *Result, name, expected string) (*Result, error) {
+	if existing.StreamID != want.StreamID {
+		return nil, fmt.Errorf("import kafka-log %s: %s already exists and points at stream %s, but these files give stream %s (imported bytes sha256 %s): it was made from other bytes: %w",
+			name, res.Binding, existing.StreamID, want.StreamID, res.SHA256, ErrBindingExists)
+	}
+	res.AlreadyImported = true
+	res.StateDigest = expected
+	res.Notes = append(res.Notes, fmt.Sprintf("already imported (same bytes): %s points at stream %s, the stream these files give; nothing was written", res.Binding, want.StreamID))
+	if existing.Config != want.Config {
+		res.Notes = append(res.Notes, fmt.Sprintf("the binding's config (source %s) differs from the one this import would give (source %s); it was kept: change it with 'nereusctl config set'", existing.ConfigSource, want.ConfigSource))
+	}
+	return res, nil
+}
+
+// planImport reads the directory: the segments (analyze, with the
+// stream's objects cut where Kafka's loader may start replaying:
+// snapshotCuts), or an empty log when there is no segment file.
+func planImport(dir, topic string, partition int32, segs []segmentFile, res *Result, opt Options) (*plan, error) {
+	if len(segs) == 0 {
+		start, err := emptyStart(dir, topic, partition)
+		if err != nil {
+			return nil, err
+		}
+		res.Notes = append(res.Notes, fmt.Sprintf("no segment file: the log is empty at offset %d, the highest offset the broker's checkpoint files and snapshot names record", start))
+		return emptyPlan(start), nil
+	}
+	cuts, err := snapshotCuts(dir, topic, partition, opt)
+	if err != nil {
+		return nil, err
+	}
+	return analyze(segs, res, opt, res.RecoveryPoint, cuts)
+}
+
+// openBase is the base of the open segment (the last one), or the end of
+// the data when every segment is sealed.
+func (p *plan) openBase() int64 {
+	if n := len(p.part.Segments); n > 0 && p.part.Segments[n-1].Open() {
+		return p.part.Segments[n-1].Base
+	}
+	return p.dataEnd
 }
 
 // logStart reads the partition's entry of the log-start-offset-checkpoint
@@ -594,7 +727,7 @@ func readEpochCheckpoint(dir string) (epochFile, error) {
 // batches' (analyze left them in p.part), merged with the
 // leader-epoch-checkpoint where the batches are gone (mergeEpochs). When
 // the file gave entries the batches do not, the genesis checkpoint holds
-// them (hydration.epochs), as it holds a broker snapshot's producers. A
+// them (p.seedEpochs), as it holds a broker snapshot's producers. A
 // missing or unreadable file gives nothing (the check reports it).
 func (p *plan) mergeEpochFile(f epochFile) epochMerge {
 	p.batchEpochs = slices.Clone(p.part.Epochs)
@@ -608,10 +741,7 @@ func (p *plan) mergeEpochFile(f epochFile) epochMerge {
 	m := mergeEpochs(f.entries, p.part.Epochs, p.carried, p.start, first, p.dataEnd, p.covered)
 	p.part.Epochs = slices.Clone(m.cache)
 	if m.fromFile > 0 {
-		if p.hyd == nil {
-			p.hyd = &hydration{}
-		}
-		p.hyd.epochs = slices.Clone(m.seed)
+		p.seedEpochs = slices.Clone(m.seed)
 	}
 	return m
 }
@@ -656,8 +786,18 @@ func nonNilStrings(s []string) []string {
 
 // write is pass 2: create (or resume) the stream, append every planned
 // object, roll after every segment but the last, and set the trim.
+//
+// An import stopped before its binding was created (killed, a lost
+// response, a failed binding create) left the stream its rerun derives
+// again (the id comes from the bytes): the rerun resumes it. Every object
+// already there must be the object this import writes (same key and
+// ETag), every generation already sealed the generation it seals (same
+// range, objects, next_segment_base and empty segments); then only what
+// is missing is written. Anything else is ErrStreamConflict, and nothing
+// more is written.
 func write(ctx context.Context, st store.Store, p *plan, res *Result, opt Options) error {
 	sid := res.StreamID
+	p.objSHA = map[int64]string{}
 	err := stream.CreateStream(ctx, st, sid, p.start)
 	switch {
 	case errors.Is(err, store.ErrPreconditionFailed):
@@ -668,15 +808,16 @@ func write(ctx context.Context, st store.Store, p *plan, res *Result, opt Option
 	case err != nil:
 		return err
 	}
-	wcfg := res.Config
-	// Kafka's segment files decide the rolls, not the writer.
-	wcfg.SegmentBytes, wcfg.SegmentMs = math.MaxInt64, math.MaxInt64
-	w, err := stream.OpenWriter(ctx, st, sid, wcfg)
-	if err != nil {
-		return err
-	}
 	existing := map[string]string{}
+	sealed := map[int64]bool{}
 	if res.Resumed {
+		h, _, err := layout.LoadHead(ctx, st, sid)
+		if err != nil {
+			return err
+		}
+		if h.Start != p.start {
+			return fmt.Errorf("stream %s starts at %d, this import at %d: %w", sid, h.Start, p.start, ErrStreamConflict)
+		}
 		objs, err := layout.ListObjects(ctx, st, sid)
 		if err != nil {
 			return err
@@ -684,26 +825,30 @@ func write(ctx context.Context, st store.Store, p *plan, res *Result, opt Option
 		for _, o := range objs {
 			existing[o.Key] = o.ETag
 		}
+		if sealed, err = p.checkSealed(ctx, st, sid); err != nil {
+			return err
+		}
+	}
+	wcfg := res.Config
+	// Kafka's segment files decide the rolls, not the writer.
+	wcfg.SegmentBytes, wcfg.SegmentMs = math.MaxInt64, math.MaxInt64
+	w, err := stream.OpenWriter(ctx, st, sid, wcfg)
+	if err != nil {
+		return err
 	}
 	for i := range p.segs {
 		sp := &p.segs[i]
 		last := i == len(p.segs)-1
 		w.NowMs = func() int64 { return sealTime(sp) }
 		if len(sp.objects) > 0 {
-			data, err := readRegular(sp.file.path, opt.MaxSegmentBytes)
+			data, err := p.storedBytes(sp, opt)
 			if err != nil {
 				return err
-			}
-			if len(data) < sp.kept {
-				return fmt.Errorf("%s changed since it was read: %d bytes, %d expected", sp.file.path, len(data), sp.kept)
-			}
-			data = data[:sp.kept]
-			if s := sha256.Sum256(data); !bytes.Equal(s[:], sp.sum) {
-				return fmt.Errorf("%s changed since it was read; stop the broker and import again", sp.file.path)
 			}
 			for _, po := range sp.objects {
 				key := layout.ObjectKey(sid, po.base, po.next)
 				body := data[po.start:po.end]
+				p.objSHA[po.next] = store.SHA256Of(body)
 				if po.next <= w.Next() {
 					etag, ok := existing[key]
 					if ok && etag == "" {
@@ -713,7 +858,7 @@ func write(ctx context.Context, st store.Store, p *plan, res *Result, opt Option
 						}
 					}
 					if !ok || etag != store.ETagOf(body) {
-						return fmt.Errorf("stream %s already reaches offset %d but %s is not the object this import writes: %w", sid, w.Next(), key, kafka.ErrCorrupt)
+						return fmt.Errorf("stream %s already reaches offset %d but %s is not the object this import writes: %w", sid, w.Next(), key, ErrStreamConflict)
 					}
 					if opt.Progress != nil {
 						opt.Progress(int64(len(body)))
@@ -721,7 +866,7 @@ func write(ctx context.Context, st store.Store, p *plan, res *Result, opt Option
 					continue
 				}
 				if po.base != w.Next() {
-					return fmt.Errorf("stream %s is at offset %d, the import's next object starts at %d: the stream was written by something else: %w", sid, w.Next(), po.base, kafka.ErrCorrupt)
+					return fmt.Errorf("stream %s is at offset %d, the import's next object starts at %d: the stream was written by something else: %w", sid, w.Next(), po.base, ErrStreamConflict)
 				}
 				batches, err := splitBatches(body)
 				if err != nil {
@@ -735,18 +880,18 @@ func write(ctx context.Context, st store.Store, p *plan, res *Result, opt Option
 				}
 			}
 		}
-		if !last {
+		if !last && sp.gen >= 0 && !sealed[sp.gen] {
 			next := int64(-1)
 			if sp.hasNext {
 				next = sp.nextBase
 			}
-			if err := w.RollAt(ctx, next); err != nil {
+			if err := w.RollWith(ctx, next, sp.empties); err != nil {
 				return err
 			}
 		}
 	}
 	if w.Next() != p.dataEnd {
-		return fmt.Errorf("stream %s ends at %d after the import, the data at %d: %w", sid, w.Next(), p.dataEnd, kafka.ErrCorrupt)
+		return fmt.Errorf("stream %s ends at %d after the import, the data at %d: %w", sid, w.Next(), p.dataEnd, ErrStreamConflict)
 	}
 	h, err := setTrim(ctx, st, sid, res.LogStart)
 	if err != nil {
@@ -758,9 +903,77 @@ func write(ctx context.Context, st store.Store, p *plan, res *Result, opt Option
 		return err
 	}
 	if len(gens) != res.Generations {
-		return fmt.Errorf("stream %s has %d generations, the import made %d: %w", sid, len(gens), res.Generations, kafka.ErrCorrupt)
+		return fmt.Errorf("stream %s has %d generations, the import made %d: %w", sid, len(gens), res.Generations, ErrStreamConflict)
 	}
-	return nil
+	if res.Resumed {
+		// What the interrupted run sealed was checked before; what this
+		// run sealed must be the import's too.
+		_, err = p.checkSealed(ctx, st, sid)
+	}
+	return err
+}
+
+// checkSealed compares the stream's generations with the ones the import
+// seals (gen numbers in file order) and returns those already there; a
+// generation that is not the import's is ErrStreamConflict.
+func (p *plan) checkSealed(ctx context.Context, st store.Store, sid string) (map[int64]bool, error) {
+	gens, err := layout.ListGenerations(ctx, st, sid)
+	if err != nil {
+		return nil, err
+	}
+	want := map[int64]*segPlan{}
+	for i := range p.segs {
+		if sp := &p.segs[i]; sp.gen >= 0 {
+			want[sp.gen] = sp
+		}
+	}
+	out := map[int64]bool{}
+	for _, n := range gens {
+		sp := want[n]
+		g, _, err := layout.LoadGeneration(ctx, st, sid, n)
+		if err != nil {
+			return nil, err
+		}
+		if sp == nil {
+			return nil, fmt.Errorf("stream %s holds generation %d, which this import does not make: %w", sid, n, ErrStreamConflict)
+		}
+		if why := sp.sameGeneration(g, sid); why != "" {
+			return nil, fmt.Errorf("stream %s generation %d is not the one this import seals for %s: %s: %w", sid, n, sp.file.name, why, ErrStreamConflict)
+		}
+		out[n] = true
+	}
+	return out, nil
+}
+
+// sameGeneration says how g differs from the generation sp is sealed as
+// ("" when it does not).
+func (sp *segPlan) sameGeneration(g *layout.Generation, sid string) string {
+	if g.Kind != layout.KindCommitted {
+		return "it is " + g.Kind
+	}
+	if len(g.Objects) != len(sp.objects) {
+		return fmt.Sprintf("%d objects, the import writes %d", len(g.Objects), len(sp.objects))
+	}
+	for i, po := range sp.objects {
+		if g.Objects[i].Key != layout.ObjectKey(sid, po.base, po.next) {
+			return fmt.Sprintf("object %d is %s, the import writes %s", i, g.Objects[i].Key, layout.ObjectKey(sid, po.base, po.next))
+		}
+	}
+	next := int64(-1)
+	if g.NextSegmentBase != nil {
+		next = *g.NextSegmentBase
+	}
+	want := int64(-1)
+	if sp.hasNext {
+		want = sp.nextBase
+	}
+	if next != want {
+		return fmt.Sprintf("next_segment_base %d, the import's %d", next, want)
+	}
+	if !slices.Equal(g.EmptySegments, sp.empties) {
+		return fmt.Sprintf("empty segments %v, the import's %v", g.EmptySegments, sp.empties)
+	}
+	return ""
 }
 
 // sealTime is the seal time (the generation's created_ms) a segment

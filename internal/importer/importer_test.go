@@ -94,6 +94,13 @@ func readFile(t testing.TB, path string) []byte {
 	return b
 }
 
+// mustDry is a dry run of opt without a store.
+func mustDry(t testing.TB, opt Options) *Result {
+	t.Helper()
+	opt.DryRun = true
+	return run(t, nil, opt)
+}
+
 func run(t testing.TB, st store.Store, opt Options) *Result {
 	t.Helper()
 	res, err := Run(context.Background(), st, opt)
@@ -400,18 +407,24 @@ func TestImportRefusesNonRegularAndBadNames(t *testing.T) {
 	assertEmpty(t, st)
 }
 
+// An import over the binding it made from the same bytes is "already
+// imported" and writes nothing; another directory for the same partition
+// (other bytes) is refused, naming both streams.
 func TestImportRefusesExistingBinding(t *testing.T) {
 	st := store.NewMem("t")
 	dir := filepath.Join(fixtureRoot, "kafka-uncompacted", "first_topic-1")
 	res := run(t, st, Options{Dir: dir})
 	before, _ := st.List(context.Background(), "")
-	_, err := Run(context.Background(), st, Options{Dir: dir})
-	if !errors.Is(err, ErrBindingExists) || !strings.Contains(err.Error(), res.StreamID) {
-		t.Fatalf("err = %v", err)
+	again, err := Run(context.Background(), st, Options{Dir: dir})
+	if err != nil || !again.AlreadyImported || again.StreamID != res.StreamID || !strings.Contains(strings.Join(again.Notes, "\n"), "already imported (same bytes)") {
+		t.Fatalf("rerun over its own binding: %v %+v", err, again)
 	}
-	// Another directory for the same partition is refused too.
-	if _, err := Run(context.Background(), st, Options{Dir: filepath.Join(fixtureRoot, "kafka-uncompacted", "first_topic-2"), Topic: "first_topic", Partition: 1}); !errors.Is(err, ErrBindingExists) {
-		t.Fatalf("err = %v", err)
+	// Another directory for the same partition is refused.
+	other := filepath.Join(fixtureRoot, "kafka-uncompacted", "first_topic-2")
+	_, err = Run(context.Background(), st, Options{Dir: other, Topic: "first_topic", Partition: 1})
+	otherID := StreamID("first_topic", 1, mustDry(t, Options{Dir: other, Topic: "first_topic", Partition: 1}).SHA256)
+	if !errors.Is(err, ErrBindingExists) || !strings.Contains(err.Error(), res.StreamID) || !strings.Contains(err.Error(), otherID) {
+		t.Fatalf("other bytes: %v (want both %s and %s named)", err, res.StreamID, otherID)
 	}
 	after, _ := st.List(context.Background(), "")
 	if len(after) != len(before) {
@@ -434,8 +447,8 @@ func TestImportDryRunWritesNothing(t *testing.T) {
 	if dry.StreamID != res.StreamID || dry.StateDigest != res.StateDigest || dry.Epochs.Status != res.Epochs.Status || dry.Head != res.Head {
 		t.Fatalf("dry run %+v\nimport %+v", dry, res)
 	}
-	if _, err := Run(context.Background(), st, Options{Dir: dir, DryRun: true}); !errors.Is(err, ErrBindingExists) {
-		t.Fatalf("dry run over an existing binding: %v", err)
+	if again, err := Run(context.Background(), st, Options{Dir: dir, DryRun: true}); err != nil || !again.AlreadyImported {
+		t.Fatalf("dry run over its own binding: %v", err)
 	}
 	nostore := run(t, nil, Options{Dir: dir, DryRun: true})
 	if len(nostore.Notes) == 0 || !strings.Contains(nostore.Notes[0], "skipped") {

@@ -108,9 +108,9 @@ func TestImportSegmentBaseIsFileName(t *testing.T) {
 		}, "0 7", "7"},
 		{"after an empty file", map[int64][]byte{
 			0: segmentTs(t, []int64{0, 1, 2, 3, 4}, old),
-			5: nil, // no batches: no generation; Kafka's next segment base
+			5: nil, // no batches: a segment of its own [5, 7) (its mtime is now: retention stops there)
 			7: segmentTs(t, []int64{7, 8}, fresh),
-		}, "0 5", "5"},
+		}, "0 5 7", "-"},
 		{"named at the end", map[int64][]byte{
 			0: segmentTs(t, []int64{0, 1, 2, 3, 4}, old),
 			5: segmentTs(t, []int64{10, 11}, fresh),

@@ -180,6 +180,39 @@ type Binding struct {
 	// "topic-config-flags", "kafka-configs-file:<name>" (joined with "+"
 	// when several), "config-set"; empty in bindings written before it.
 	ConfigSource string `json:"config_source,omitempty"`
+	// Import is what `import kafka-log` recorded for the readers of the
+	// stream it made; absent (nil) in every other binding and in bindings
+	// imported by earlier builds, which keeps their bytes and digests.
+	Import *ImportRecord `json:"import,omitempty"`
+}
+
+// ImportRecord is what an import recorded in the binding it created
+// (docs/layout.md, "import").
+type ImportRecord struct {
+	// Genesis is the checkpoint holding the state Kafka's log loader
+	// rebuilds (the broker's producer snapshot and the segments after it,
+	// docs/kafka-retention-rules.md §16.1), anchored where that rebuild
+	// starts: a full replay starts from it instead of from the stream's
+	// first object, as the broker does not replay the segments the
+	// snapshot covers. Absent when the stream starts from the empty state
+	// or from a checkpoint at its first offset.
+	Genesis *CheckpointRef `json:"genesis,omitempty"`
+	// OpenSegment is the imported last .log file, which stays the open
+	// segment: its range as imported and the file's last-modified time.
+	// While the open segment is still [Base, End) and no batch of it
+	// carries a timestamp, retention ages it by that time
+	// (LogSegment.largestTimestamp falls back to the file's mtime), not
+	// by the import's write time. Absent when the segment had
+	// timestamps or no batch.
+	OpenSegment *ImportedSegment `json:"open_segment,omitempty"`
+}
+
+// ImportedSegment is one imported .log file: its range in the stream and
+// its last-modified time (ms since the epoch).
+type ImportedSegment struct {
+	Base           int64 `json:"base"`
+	End            int64 `json:"end"`
+	LastModifiedMs int64 `json:"last_modified_ms"`
 }
 
 // Name is TOPIC-PARTITION.
@@ -230,7 +263,32 @@ func (b *Binding) Validate() error {
 	if b.Version < 1 {
 		return fmt.Errorf("version %d: want >= 1", b.Version)
 	}
+	if im := b.Import; im != nil {
+		if r := im.Genesis; r != nil {
+			if !strings.HasPrefix(r.Key, CheckpointsPrefix(b.StreamID)) {
+				return fmt.Errorf("import.genesis.key %q is not under %s", r.Key, CheckpointsPrefix(b.StreamID))
+			}
+			if err := validateSHA256(r.SHA256); err != nil {
+				return fmt.Errorf("import.genesis.sha256: %w", err)
+			}
+			if r.Anchor < 0 {
+				return fmt.Errorf("import.genesis.anchor %d is negative", r.Anchor)
+			}
+		}
+		if s := im.OpenSegment; s != nil && (s.Base < 0 || s.End < s.Base) {
+			return fmt.Errorf("import.open_segment [%d, %d) is reversed", s.Base, s.End)
+		}
+	}
 	return nil
+}
+
+// ImportGenesis is the checkpoint a full replay starts from (Import's
+// Genesis), nil when the binding records none.
+func (b *Binding) ImportGenesis() *CheckpointRef {
+	if b.Import == nil {
+		return nil
+	}
+	return b.Import.Genesis
 }
 
 // Head is a stream head (streams/<sid>/head.json).
@@ -303,9 +361,30 @@ type Generation struct {
 	// manifest that does not need it: the next segment starts at its
 	// first batch.
 	NextSegmentBase *int64 `json:"next_segment_base,omitempty"`
+	// EmptySegments (COMMITTED only) are the Kafka segments right after
+	// this one that hold no batch (a .log file the cleaner emptied): each
+	// is a segment of its own to Kafka's retention
+	// (UnifiedLog.deleteRetentionMsBreachedSegments walks segments in
+	// order and stops at the first it keeps), [base, end) with end the
+	// next .log file's name, aged by its file's mtime
+	// (LogSegment.largestTimestamp of an empty segment is lastModified).
+	// Replay adds them as sealed segments without data when it seals this
+	// one (state.AddEmptySegment), before next_segment_base. Absent (nil)
+	// in every manifest that does not need it
+	// (docs/kafka-retention-rules.md R6).
+	EmptySegments []EmptySegment `json:"empty_segments,omitempty"`
 	// Compaction records the parameters a TOPIC_COMPACTED generation was
 	// computed with, so that --regenerate reproduces it exactly.
 	Compaction *CompactionParams `json:"compaction,omitempty"`
+}
+
+// EmptySegment is a Kafka segment that holds no batch: its range
+// [Base, End) (End is the next segment's base) and its .log file's
+// last-modified time in ms since the epoch.
+type EmptySegment struct {
+	Base           int64 `json:"base"`
+	End            int64 `json:"end"`
+	LastModifiedMs int64 `json:"last_modified_ms"`
 }
 
 // CompactionParams are the frozen inputs of a compaction beyond its sources.
@@ -408,6 +487,21 @@ func (g *Generation) Validate() error {
 			return fmt.Errorf("next_segment_base %d is negative", *n)
 		case *n < g.End:
 			return fmt.Errorf("next_segment_base %d lies below the generation's end %d: the next segment would start inside this one", *n, g.End)
+		}
+	}
+	if len(g.EmptySegments) > 0 {
+		if g.Kind != KindCommitted {
+			return errors.New("empty_segments: only a sealed segment (COMMITTED) is followed by segments")
+		}
+		at := g.End
+		for i, e := range g.EmptySegments {
+			if e.Base < at || e.End <= e.Base {
+				return fmt.Errorf("empty_segments[%d] [%d, %d): want a non-empty range at or above %d, after this generation and the empty segment before it", i, e.Base, e.End, at)
+			}
+			at = e.End
+		}
+		if n := g.NextSegmentBase; n != nil && *n < at {
+			return fmt.Errorf("next_segment_base %d lies below the end %d of the empty segments before it", *n, at)
 		}
 	}
 	if g.Compaction != nil {

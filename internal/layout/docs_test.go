@@ -60,6 +60,15 @@ func FuzzDocuments(f *testing.F) {
 	f.Add(Encode(&Generation{StreamID: "s-1", Gen: 2, Kind: KindTopicCompacted, End: 5, Sources: []SourceRef{}}))
 	f.Add(Encode(&Quarantine{SetID: strings.Repeat("b", 64), Topic: "t"}))
 	f.Add([]byte(`{"name":"retention","holder":"h","expires_ms":1}`))
+	// The optional fields import writes: a binding's import record, a
+	// manifest's empty segments.
+	imported := validBinding()
+	imported.Import = &ImportRecord{Genesis: &CheckpointRef{Key: CheckpointsPrefix(imported.StreamID) + "00000000000000000005-0123456789ab.nkc1", SHA256: strings.Repeat("c", 64), Anchor: 5},
+		OpenSegment: &ImportedSegment{Base: 8, End: 10, LastModifiedMs: 1}}
+	f.Add(Encode(imported))
+	next := int64(8)
+	f.Add(Encode(&Generation{StreamID: "s-1", Gen: 0, Kind: KindCommitted, Base: 5, End: 5, Sources: []SourceRef{}, NextSegmentBase: &next,
+		EmptySegments: []EmptySegment{{Base: 5, End: 7, LastModifiedMs: 3}}}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		docs := []interface{ Validate() error }{&Binding{}, &Head{}, &Generation{}, &Quarantine{}, &Lease{}}
 		for _, d := range docs {

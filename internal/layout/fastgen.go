@@ -448,6 +448,10 @@ func genList[T any](w *genWriter, depth int, name string, vs []T, elem func(dept
 // appendGenerationPlain is encodePlain(g) without reflection, in the same
 // order and layout (json.MarshalIndent with two spaces, a final newline).
 func appendGenerationPlain(dst []byte, g *Generation) ([]byte, bool) {
+	if g.EmptySegments != nil {
+		// Rare (imported segments the cleaner emptied): encodePlain.
+		return dst, false
+	}
 	w := &genWriter{b: dst, ok: true}
 	w.b = append(w.b, '{')
 	w.str(1, true, "stream_id", g.StreamID)

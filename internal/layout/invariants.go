@@ -109,6 +109,9 @@ func CheckInvariants(b *Binding, h *Head, anchors ...CheckpointAnchor) error {
 	if r := b.CheckpointRef; r != nil && r.Anchor > h.Head {
 		return fail("%s checkpoint_ref %s is anchored at %d, beyond the head %d", bkey, r.Key, r.Anchor, h.Head)
 	}
+	if r := b.ImportGenesis(); r != nil && (r.Anchor > h.Head || r.Anchor < h.Start) {
+		return fail("%s import.genesis %s is anchored at %d, outside the stream [%d, %d]", bkey, r.Key, r.Anchor, h.Start, h.Head)
+	}
 	for _, a := range anchors {
 		switch {
 		case a.Anchor > h.Head:

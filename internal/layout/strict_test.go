@@ -348,3 +348,47 @@ func TestGenerationNextSegmentBase(t *testing.T) {
 		t.Fatalf("next base at the end refused: %v", err)
 	}
 }
+
+// empty_segments: absent unless needed (a manifest without it keeps its
+// bytes), covered by the digest, decoded by the strict path (the one-pass
+// decoder declines it), and refused when its ranges are not ascending from
+// the generation's end or lie above next_segment_base.
+func TestGenerationEmptySegments(t *testing.T) {
+	const key = "streams/s-abc/generations/00000000000000000001.json"
+	if strings.Contains(string(Encode(sampleGeneration())), "empty_segments") {
+		t.Fatal("a manifest without empty segments names the field")
+	}
+	g := sampleGeneration()
+	g.EmptySegments = []EmptySegment{{Base: 10, End: 12, LastModifiedMs: 7}, {Base: 12, End: 15, LastModifiedMs: 8}}
+	data := Encode(g)
+	var back Generation
+	if err := Decode(key, data, &back); err != nil || len(back.EmptySegments) != 2 || back.EmptySegments[1] != (EmptySegment{Base: 12, End: 15, LastModifiedMs: 8}) {
+		t.Fatalf("decode: %v %+v", err, back.EmptySegments)
+	}
+	if contentDigest(g) == contentDigest(sampleGeneration()) {
+		t.Fatal("the digest does not cover the empty segments")
+	}
+	tampered := strings.Replace(string(data), `"last_modified_ms": 8`, `"last_modified_ms": 9`, 1)
+	if err := Decode(key, []byte(tampered), &back); !errors.Is(err, ErrCorruptDocument) {
+		t.Fatalf("a changed mtime passed the digest: %v", err)
+	}
+	bad := func(es []EmptySegment, next int64) []byte {
+		b := *sampleGeneration()
+		b.EmptySegments = es
+		if next >= 0 {
+			b.NextSegmentBase = &next
+		}
+		return withDigest(encodePlain(&b), contentDigest(&b))
+	}
+	for _, c := range []struct {
+		data []byte
+		want string
+	}{
+		{bad([]EmptySegment{{Base: 9, End: 12}}, -1), "empty_segments[0] [9, 12)"},
+		{bad([]EmptySegment{{Base: 10, End: 10}}, -1), "empty_segments[0] [10, 10)"},
+		{bad([]EmptySegment{{Base: 10, End: 12}, {Base: 11, End: 13}}, -1), "empty_segments[1] [11, 13)"},
+		{bad([]EmptySegment{{Base: 10, End: 12}}, 11), "next_segment_base 11 lies below the end 12 of the empty segments"},
+	} {
+		mustCorrupt(t, c.want, Decode(key, c.data, &back), key, c.want)
+	}
+}

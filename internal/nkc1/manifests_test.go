@@ -64,12 +64,12 @@ func TestManifestsSection(t *testing.T) {
 	for name, raw := range map[string][]byte{
 		"count over the bytes":  mutate(func(b []byte) { binary.BigEndian.PutUint32(b, 4) }),
 		"trailing byte":         append(append([]byte(nil), good...), 0),
-		"generations reversed":  append(append(append([]byte{0, 0, 0, 2}, entry(1)...), entry(0)...)),
+		"generations reversed":  append(append([]byte{0, 0, 0, 2}, entry(1)...), entry(0)...),
 		"kind 3":                mutate(func(b []byte) { b[4+manifestRefSize-1] = 3 }),
 		"end below base":        mutate(func(b []byte) { binary.BigEndian.PutUint64(b[4+8:], 500) }),
 		"size 0":                mutate(func(b []byte) { binary.BigEndian.PutUint64(b[4+24:], 0) }),
 		"negative generation":   mutate(func(b []byte) { binary.BigEndian.PutUint64(b[4:], 1<<63) }),
-		"duplicated generation": append(append(append([]byte{0, 0, 0, 2}, entry(0)...), entry(0)...)),
+		"duplicated generation": append(append([]byte{0, 0, 0, 2}, entry(0)...), entry(0)...),
 	} {
 		bad := append([]rawSection(nil), secs...)
 		bad[len(bad)-1].raw, bad[len(bad)-1].stored = raw, raw

@@ -304,13 +304,32 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 			// state the stream starts from, as a broker's snapshot at its
 			// log start does. A full replay starts from it, or from the
 			// empty state when there is none. (maxAnchor 0 is no bound.)
-			cands, chosen, cp, err := choose(ctx, st, b, h, lister, false, max(first, 1))
-			if err != nil {
-				return nil, err
-			}
-			if chosen >= 0 && cp.Anchor.Offset == first {
-				hydrate(cands, chosen, cp)
-				res.Genesis = true
+			//
+			// An import that used a broker snapshot records its genesis in
+			// the binding (import.genesis), anchored where Kafka's log
+			// loader starts rebuilding the producer state (the snapshot's
+			// offset): the broker never replays the segments the snapshot
+			// covers, and neither does a full replay.
+			if g := b.ImportGenesis(); g != nil {
+				cands, chosen, cp, err := chooseKey(ctx, st, b, h, lister, g.Key, g.SHA256)
+				if err != nil {
+					return nil, err
+				}
+				if chosen >= 0 {
+					hydrate(cands, chosen, cp)
+					res.Genesis = true
+				} else {
+					res.Candidates = cands
+				}
+			} else {
+				cands, chosen, cp, err := choose(ctx, st, b, h, lister, false, max(first, 1))
+				if err != nil {
+					return nil, err
+				}
+				if chosen >= 0 && cp.Anchor.Offset == first {
+					hydrate(cands, chosen, cp)
+					res.Genesis = true
+				}
 			}
 		}
 		if part == nil {
@@ -593,6 +612,35 @@ func choose(ctx context.Context, st store.Store, b *layout.Binding, h *layout.He
 	return cands, chosen, cp, nil
 }
 
+// chooseKey is choose for the one checkpoint named key (the binding's
+// import genesis): the candidate list holds it alone, chosen when it
+// passes every check and has the SHA-256 the binding recorded, skipped
+// with the reason otherwise (also when it is not listed).
+func chooseKey(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Head, objs *Objects, key, sha string) ([]Candidate, int, *nkc1.Checkpoint, error) {
+	infos, err := objs.Checkpoints()
+	if err != nil {
+		return nil, -1, nil, fmt.Errorf("replay %s: list checkpoints: %w", b.Name(), err)
+	}
+	for _, in := range infos {
+		if in.Key != key {
+			continue
+		}
+		anchor, _, _ := layout.ParseCheckpointKey(in.Key)
+		c := Candidate{Key: in.Key, Anchor: anchor, Size: in.Size, Modified: in.Modified}
+		ck, reason, detail := Check(ctx, st, b, h, objs, in)
+		if reason == "" && ck.SHA256 != sha {
+			reason, detail = ReasonDigestMismatch, fmt.Sprintf("%s has sha256 %s, the binding's import.genesis records %s", key, ck.SHA256, sha)
+		}
+		if reason != "" {
+			c.Status, c.Reason, c.Detail = "skipped", reason, detail
+			return []Candidate{c}, -1, nil, nil
+		}
+		c.Status, c.SHA256, c.Root = "chosen", ck.SHA256, ck.Root
+		return []Candidate{c}, 0, ck.Checkpoint, nil
+	}
+	return []Candidate{{Key: key, Status: "skipped", Reason: ReasonObject, Detail: "the binding's import genesis checkpoint is not in the stream's listing"}}, -1, nil, nil
+}
+
 // Check runs the checks of docs/design.md §6 steps 2-3 on one checkpoint object and
 // returns the decoded checkpoint, or the reason it cannot be used.
 func Check(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Head, objs *Objects, info store.ObjectInfo) (*Checked, string, string) {
@@ -705,7 +753,7 @@ func replayTail(ctx context.Context, st store.Store, lister *Objects, part *stat
 		at = func(int64) {}
 	}
 	at(part.NextOffset)
-	seals, digests, sealed, nexts, err := sealsAfter(ctx, st, lister, lastGen)
+	seals, digests, sealed, nexts, empties, err := sealsAfter(ctx, st, lister, lastGen)
 	if err != nil {
 		return err
 	}
@@ -718,6 +766,13 @@ func replayTail(ctx context.Context, st store.Store, lister *Objects, part *stat
 		}
 		sources[gen] = digests[gen]
 		delete(seals, end)
+		// The Kafka segments after it that hold no batch (an imported
+		// .log file the cleaner emptied) are segments of their own.
+		for _, e := range empties[gen] {
+			if err := part.AddEmptySegment(e.Base, e.End, e.LastModifiedMs); err != nil {
+				return fmt.Errorf("generation %d: empty_segments: %w", gen, err)
+			}
+		}
 		// Kafka's next segment starts at the base the generation records
 		// (an imported .log file's name), not at its first batch.
 		if next, ok := nexts[gen]; ok {
@@ -807,10 +862,10 @@ type sealedRef struct {
 }
 
 // sealsAfter maps the end offset of every COMMITTED generation newer than
-// lastGen to its number (and the number to its manifest digest, and to its
-// next_segment_base when it records one), and every object those
+// lastGen to its number (and the number to its manifest digest, to its
+// next_segment_base and its empty_segments when it records them), and every object those
 // generations list to its manifest entry.
-func sealsAfter(ctx context.Context, st store.Store, lister *Objects, lastGen int64) (map[int64]int64, map[int64]string, map[string]sealedRef, map[int64]int64, error) {
+func sealsAfter(ctx context.Context, st store.Store, lister *Objects, lastGen int64) (map[int64]int64, map[int64]string, map[string]sealedRef, map[int64]int64, map[int64][]layout.EmptySegment, error) {
 	// Only the generations after lastGen: a listing that starts there.
 	sid := lister.sid
 	after := ""
@@ -819,14 +874,14 @@ func sealsAfter(ctx context.Context, st store.Store, lister *Objects, lastGen in
 	}
 	infos, err := lister.GenerationsAfter(after)
 	if err != nil {
-		return nil, nil, nil, nil, fmt.Errorf("list generations: %w", err)
+		return nil, nil, nil, nil, nil, fmt.Errorf("list generations: %w", err)
 	}
-	out, digests, sealed, nexts := map[int64]int64{}, map[int64]string{}, map[string]sealedRef{}, map[int64]int64{}
+	out, digests, sealed, nexts, empties := map[int64]int64{}, map[int64]string{}, map[string]sealedRef{}, map[int64]int64{}, map[int64][]layout.EmptySegment{}
 	var gens []int64
 	for _, in := range infos {
 		n, err := layout.ParseGenerationKey(in.Key)
 		if err != nil {
-			return nil, nil, nil, nil, err
+			return nil, nil, nil, nil, nil, err
 		}
 		if n > lastGen {
 			gens = append(gens, n)
@@ -847,11 +902,11 @@ func sealsAfter(ctx context.Context, st store.Store, lister *Objects, lastGen in
 		return loaded{g, sums.SHA256, err}, nil
 	})
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, nil, nil, err
 	}
 	for _, l := range got {
 		if l.err != nil {
-			return nil, nil, nil, nil, l.err
+			return nil, nil, nil, nil, nil, l.err
 		}
 		g, sum := l.g, l.sum
 		if g.Kind == layout.KindCommitted {
@@ -860,12 +915,15 @@ func sealsAfter(ctx context.Context, st store.Store, lister *Objects, lastGen in
 			if g.NextSegmentBase != nil {
 				nexts[g.Gen] = *g.NextSegmentBase
 			}
+			if len(g.EmptySegments) > 0 {
+				empties[g.Gen] = g.EmptySegments
+			}
 			for _, ob := range g.Objects {
 				sealed[ob.Key] = sealedRef{ob, g.Gen}
 			}
 		}
 	}
-	return out, digests, sealed, nexts, nil
+	return out, digests, sealed, nexts, empties, nil
 }
 
 // ApplyBatch feeds one stored batch to the state, decoding the marker of a

@@ -422,7 +422,7 @@ func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, 
 		if err != nil {
 			continue
 		}
-		ref := b.CheckpointRef != nil && b.CheckpointRef.Key == in.Key
+		ref := (b.CheckpointRef != nil && b.CheckpointRef.Key == in.Key) || (b.ImportGenesis() != nil && b.ImportGenesis().Key == in.Key)
 		if anchor >= h.Trim || ref {
 			// One valid checkpoint at or above the trim is the floor; the
 			// others need no reading.

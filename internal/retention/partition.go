@@ -235,6 +235,21 @@ func cleanedTimes(ctx context.Context, st store.Store, b *layout.Binding, segs [
 	return nil
 }
 
+// importedOpenSegment is the open segment an import recorded
+// (layout.ImportRecord.OpenSegment) while the stream still ends where the
+// import left it, nil otherwise: once a broker appends, its newest object's
+// write time is the segment's last append, as the file's mtime was.
+func importedOpenSegment(res *recovery.Result) *layout.ImportedSegment {
+	b := res.Binding
+	if b == nil || b.Import == nil || b.Import.OpenSegment == nil {
+		return nil
+	}
+	if os := b.Import.OpenSegment; os.End == res.Head.Head {
+		return os
+	}
+	return nil
+}
+
 // sealTimesOf maps the generation of each sealed segment without record
 // timestamps to its seal time (Kafka falls back to the segment file's
 // modification time). Only retention.ms needs it, and only such segments
@@ -245,6 +260,13 @@ func sealTimesOf(ctx context.Context, st store.Store, sid string, res *recovery.
 		return out, nil
 	}
 	for _, s := range res.State.Segments {
+		if os := importedOpenSegment(res); os != nil && s.MaxTimestamp < 0 && s.Open() && s.Base == os.Base {
+			// Still the open segment import wrote from a .log file whose
+			// batches carry no timestamp: Kafka ages it by that file's
+			// mtime (R6), which the binding recorded.
+			out[OpenSegmentTime] = os.LastModifiedMs
+			continue
+		}
 		if s.MaxTimestamp < 0 && s.Open() && s.Bytes > 0 && res.HeadObject != "" {
 			// The open segment's mtime analogue: its newest object's write time (R6).
 			info, err := st.Head(ctx, res.HeadObject)

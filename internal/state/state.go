@@ -206,6 +206,10 @@ func (p *Partition) Apply(h kafka.BatchHeader, size int64, marker Marker, pos Po
 		// above its first batch.
 		return fmt.Errorf("%w: batch at %d lies below %d, where its segment was rolled (the sealed segment before it records the next segment's base there)", kafka.ErrCorrupt, h.BaseOffset, p.Segments[n-1].Base)
 	}
+	if n := len(p.Segments); n > 0 && !p.Segments[n-1].Open() && h.BaseOffset < p.Segments[n-1].End {
+		// Only an empty segment (AddEmptySegment) ends above the log end.
+		return fmt.Errorf("%w: batch at %d lies inside the empty segment [%d, %d)", kafka.ErrCorrupt, h.BaseOffset, p.Segments[n-1].Base, p.Segments[n-1].End)
+	}
 	p.applySegment(h, size, pos)
 	p.applyEpoch(h)
 	if h.ProducerID >= 0 {
@@ -390,9 +394,43 @@ func (p *Partition) Roll(base int64) error {
 	if base < p.NextOffset {
 		return fmt.Errorf("%w: roll a segment at %d: below the log end %d", kafka.ErrCorrupt, base, p.NextOffset)
 	}
+	if n := len(p.Segments); n > 0 && base < p.Segments[n-1].End {
+		return fmt.Errorf("%w: roll a segment at %d: inside the segment [%d, %d)", kafka.ErrCorrupt, base, p.Segments[n-1].Base, p.Segments[n-1].End)
+	}
 	p.Segments = append(p.Segments, Segment{Base: base, End: -1, MaxTimestamp: NoTimestamp, OffsetOfMax: -1, Gen: -1})
 	return nil
 }
+
+// AddEmptySegment appends a sealed segment [base, end) that holds no
+// batch: a Kafka segment file the cleaner emptied, which is a segment of
+// its own to retention (UnifiedLog.deleteRetentionMsBreachedSegments
+// tests every segment in order and stops at the first it keeps) with the
+// next segment's base as its upper bound. Its MaxTimestamp is the file's
+// last-modified time, since LogSegment.largestTimestamp of a segment
+// without a batch timestamp is lastModified(); its Gen is -1 (no
+// generation holds it: the manifest of the segment before it records it,
+// layout.Generation.EmptySegments); it has no index entries. base must lie
+// at or above the log end and the last segment's end, with no segment
+// open; the next batch must not lie below end (Apply).
+func (p *Partition) AddEmptySegment(base, end, lastModifiedMs int64) error {
+	n := len(p.Segments)
+	switch {
+	case n > 0 && p.Segments[n-1].Open():
+		return fmt.Errorf("%w: empty segment at %d: the segment at %d is still open", kafka.ErrCorrupt, base, p.Segments[n-1].Base)
+	case base < p.NextOffset:
+		return fmt.Errorf("%w: empty segment at %d: below the log end %d", kafka.ErrCorrupt, base, p.NextOffset)
+	case n > 0 && base < p.Segments[n-1].End:
+		return fmt.Errorf("%w: empty segment at %d: inside the segment [%d, %d)", kafka.ErrCorrupt, base, p.Segments[n-1].Base, p.Segments[n-1].End)
+	case end <= base:
+		return fmt.Errorf("%w: empty segment [%d, %d) is reversed", kafka.ErrCorrupt, base, end)
+	}
+	p.Segments = append(p.Segments, Segment{Base: base, End: end, MaxTimestamp: lastModifiedMs, OffsetOfMax: -1, Gen: -1})
+	return nil
+}
+
+// Empty reports whether s is a sealed segment without data
+// (AddEmptySegment).
+func (s *Segment) Empty() bool { return !s.Open() && s.Gen < 0 }
 
 // appendFinalTimeIndexEntry is LogSegment.onBecomeInactiveSegment: a
 // rolled segment appends its max timestamp and that timestamp's offset to
@@ -417,17 +455,18 @@ func (s *Segment) appendFinalTimeIndexEntry() {
 // under the rule.
 func (p *Partition) CompleteSealedTimeIndexes() {
 	for i := range p.Segments {
-		if s := &p.Segments[i]; !s.Open() {
+		if s := &p.Segments[i]; !s.Open() && !s.Empty() {
 			s.appendFinalTimeIndexEntry()
 		}
 	}
 }
 
 // SealedEnd returns the end of the last sealed segment and its generation,
-// or (-1, -1) when none is sealed.
+// or (-1, -1) when none is sealed; empty segments (AddEmptySegment), which
+// no generation holds, are passed over.
 func (p *Partition) SealedEnd() (end, gen int64) {
 	for i := len(p.Segments) - 1; i >= 0; i-- {
-		if !p.Segments[i].Open() {
+		if !p.Segments[i].Open() && !p.Segments[i].Empty() {
 			return p.Segments[i].End, p.Segments[i].Gen
 		}
 	}

@@ -402,3 +402,64 @@ func TestApplyLogStart(t *testing.T) {
 		t.Fatalf("log start lowered to %d", p.LogStart)
 	}
 }
+
+// An empty segment (AddEmptySegment) is a sealed segment [base, end)
+// without data, aged by its file's mtime (its MaxTimestamp): it survives
+// the log start until the start reaches its end (Kafka deletes a segment
+// whose next segment's base is at or below the log start), a batch inside
+// it is corrupt, SealedEnd passes over it (no generation holds it), it
+// gets no final time-index entry, and it round-trips the canonical
+// encoding.
+func TestAddEmptySegment(t *testing.T) {
+	h := func(off int64) kafka.BatchHeader {
+		return kafka.BatchHeader{BaseOffset: off, Magic: 2, ProducerID: -1, PartitionLeaderEpoch: -1, MaxTimestamp: 100 + off}
+	}
+	p := New(0)
+	for _, off := range []int64{0, 1} {
+		if err := p.Apply(h(off), 70, Marker{}, Position{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Seal(0, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.AddEmptySegment(1, 4, 5); err == nil {
+		t.Fatal("an empty segment below the log end was accepted")
+	}
+	if err := p.AddEmptySegment(3, 5, 777); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Roll(4); err == nil {
+		t.Fatal("a roll inside the empty segment was accepted")
+	}
+	if err := p.Apply(h(4), 70, Marker{}, Position{}); err == nil {
+		t.Fatal("a batch inside the empty segment [3, 5) was accepted")
+	}
+	if err := p.Apply(h(5), 70, Marker{}, Position{}); err != nil {
+		t.Fatal(err)
+	}
+	if end, gen := p.SealedEnd(); end != 2 || gen != 0 {
+		t.Fatalf("sealed end %d gen %d, want 2 and 0 (the empty segment has no generation)", end, gen)
+	}
+	e := p.Segments[1]
+	if !e.Empty() || e.Base != 3 || e.End != 5 || e.Bytes != 0 || e.MaxTimestamp != 777 || e.Gen != -1 {
+		t.Fatalf("empty segment %+v", e)
+	}
+	p.CompleteSealedTimeIndexes()
+	if len(p.Segments[1].TimeIndex) != 0 {
+		t.Fatal("the empty segment got a time-index entry")
+	}
+	segs, err := DecodeSegments(EncodeSegments(p))
+	if err != nil || !reflect.DeepEqual(segs[1], Segment{Base: 3, End: 5, MaxTimestamp: 777, OffsetOfMax: -1, Gen: -1}) {
+		t.Fatalf("round trip: %v %+v", err, segs)
+	}
+	q := p.Clone()
+	q.ApplyLogStart(3)
+	if len(q.Segments) != 2 || q.Segments[0].Base != 3 {
+		t.Fatalf("log start 3: segments %+v, want the empty one kept", q.Segments)
+	}
+	q.ApplyLogStart(5)
+	if len(q.Segments) != 1 || q.Segments[0].Base != 5 {
+		t.Fatalf("log start 5: segments %+v, want only the open one", q.Segments)
+	}
+}

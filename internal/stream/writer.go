@@ -234,6 +234,15 @@ func (w *Writer) Roll(ctx context.Context) error {
 // batch. next must lie at or above the head; the caller checks that it
 // does not lie above the next segment's first batch.
 func (w *Writer) RollAt(ctx context.Context, next int64) error {
+	return w.RollWith(ctx, next, nil)
+}
+
+// RollWith is RollAt that also records the Kafka segments without batches
+// that follow the sealed one (the manifest's empty_segments): import
+// passes the .log files the cleaner emptied, each [its name, the next
+// file's name) with its mtime. They must lie at or above the head and
+// below next (when next >= 0).
+func (w *Writer) RollWith(ctx context.Context, next int64, empties []layout.EmptySegment) error {
 	if len(w.segObjs) == 0 {
 		return nil
 	}
@@ -244,6 +253,9 @@ func (w *Writer) RollAt(ctx context.Context, next int64) error {
 	}
 	if next >= 0 {
 		g.NextSegmentBase = &next
+	}
+	if len(empties) > 0 {
+		g.EmptySegments = append([]layout.EmptySegment(nil), empties...)
 	}
 	// The first object may start above the segment base after a trim or a
 	// gap; the manifest covers the objects it lists.

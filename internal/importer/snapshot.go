@@ -693,7 +693,7 @@ func (p *plan) writeGenesis(ctx context.Context, st store.Store, b *layout.Bindi
 			return nil, fmt.Errorf("genesis checkpoint at %d: no object of the import ends there", g.anchor)
 		}
 	}
-	srcs := []layout.SourceRef{}
+	srcs := []nkc1.SourceRef{}
 	for _, sg := range g.state.Segments {
 		if sg.Open() || sg.Empty() {
 			continue
@@ -702,7 +702,7 @@ func (p *plan) writeGenesis(ctx context.Context, st store.Store, b *layout.Bindi
 		if err != nil {
 			return nil, fmt.Errorf("genesis checkpoint: %w", err)
 		}
-		srcs = append(srcs, layout.SourceRef{Gen: sg.Gen, ManifestSHA256: sum})
+		srcs = append(srcs, nkc1.SourceRef{Gen: sg.Gen, ManifestSHA256: sum})
 	}
 	cp := &nkc1.Checkpoint{
 		Anchor:   a,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nereusctl/nereusctl/internal/errkind"
 	"github.com/nereusctl/nereusctl/internal/kafka"
+	"github.com/nereusctl/nereusctl/internal/keys"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
 
@@ -570,17 +571,7 @@ type Lease struct {
 	ExpiresMs  int64  `json:"expires_ms"`
 }
 
-func validateStreamID(sid string) error {
-	if sid == "" || len(sid) > 64 {
-		return fmt.Errorf("stream_id %q: want 1..64 characters", sid)
-	}
-	for _, c := range sid {
-		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-') {
-			return fmt.Errorf("stream_id %q: want [a-z0-9-]", sid)
-		}
-	}
-	return nil
-}
+func validateStreamID(sid string) error { return keys.ValidStreamID(sid) }
 
 func validateSHA256(s string) error {
 	if len(s) != 64 || !isHex(s) {

@@ -1,226 +1,105 @@
-// Package layout owns layout v1 of a Nereus store (docs/design.md §3): the object
-// keys, the JSON documents (binding, stream head, generation manifest,
-// quarantine record, lease) with their validation and JSON schemas, and the
-// guarded read-modify-write helpers for the mutable ones.
-//
-// It never decides what data means (that is replay, compaction, retention);
-// it only names, parses, validates and CASes documents.
 package layout
 
-import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"strconv"
-	"strings"
+import "github.com/nereusctl/nereusctl/internal/keys"
 
-	"github.com/nereusctl/nereusctl/internal/kafka"
-)
+// The key names of layout v1 are package keys' (bytes and names only, which
+// the format packages use without the store); layout re-exports them for
+// the code that reads and writes the documents under them.
 
 // Key prefixes of layout v1.
 const (
-	BindingsPrefix   = "bindings/"
-	StreamsPrefix    = "streams/"
-	QuarantinePrefix = "quarantine/"
-	TasksPrefix      = "tasks/"
-	LeasesPrefix     = "leases/"
-	// DeletedPrefix holds the deletion records of streams whose binding
-	// was deleted on purpose (Deletion): gc collects such a stream after
-	// its grace, verify tells deletion from loss.
-	DeletedPrefix = "deleted/"
+	BindingsPrefix   = keys.BindingsPrefix
+	StreamsPrefix    = keys.StreamsPrefix
+	QuarantinePrefix = keys.QuarantinePrefix
+	TasksPrefix      = keys.TasksPrefix
+	LeasesPrefix     = keys.LeasesPrefix
+	DeletedPrefix    = keys.DeletedPrefix
+	// RetentionTasksPrefix holds the progress of retention runs, one
+	// document per selection; gc never deletes under it.
+	RetentionTasksPrefix = keys.RetentionTasksPrefix
 )
 
-// offsetWidth zero-pads offsets in keys so that lexical order is offset order.
-const offsetWidth = 20
+// BindingKey is keys.BindingKey.
+func BindingKey(topic string, partition int32) string { return keys.BindingKey(topic, partition) }
 
-// BindingKey is bindings/<topic>/<partition>.json.
-func BindingKey(topic string, partition int32) string {
-	return fmt.Sprintf("%s%s/%d.json", BindingsPrefix, topic, partition)
-}
-
-// ParseBindingKey is the inverse of BindingKey.
+// ParseBindingKey is keys.ParseBindingKey.
 func ParseBindingKey(key string) (topic string, partition int32, err error) {
-	rest, ok := strings.CutPrefix(key, BindingsPrefix)
-	if !ok || !strings.HasSuffix(rest, ".json") {
-		return "", 0, fmt.Errorf("parse binding key %q: not bindings/<topic>/<partition>.json", key)
-	}
-	topic, pstr, ok := strings.Cut(strings.TrimSuffix(rest, ".json"), "/")
-	if !ok {
-		return "", 0, fmt.Errorf("parse binding key %q: no partition", key)
-	}
-	p, err := strconv.ParseInt(pstr, 10, 32)
-	if err != nil || p < 0 || strconv.FormatInt(p, 10) != pstr {
-		return "", 0, fmt.Errorf("parse binding key %q: bad partition %q", key, pstr)
-	}
-	if err := kafka.ValidateTopic(topic); err != nil {
-		return "", 0, fmt.Errorf("parse binding key %q: %w", key, err)
-	}
-	return topic, int32(p), nil
+	return keys.ParseBindingKey(key)
 }
 
-// StreamPrefix is streams/<sid>/.
-func StreamPrefix(sid string) string { return StreamsPrefix + sid + "/" }
+// StreamPrefix is keys.StreamPrefix.
+func StreamPrefix(sid string) string { return keys.StreamPrefix(sid) }
 
-// HeadKey is streams/<sid>/head.json.
-func HeadKey(sid string) string { return StreamPrefix(sid) + "head.json" }
+// HeadKey is keys.HeadKey.
+func HeadKey(sid string) string { return keys.HeadKey(sid) }
 
-// ObjectsPrefix is streams/<sid>/objects/.
-func ObjectsPrefix(sid string) string { return StreamPrefix(sid) + "objects/" }
+// ObjectsPrefix is keys.ObjectsPrefix.
+func ObjectsPrefix(sid string) string { return keys.ObjectsPrefix(sid) }
 
-// ObjectKey is streams/<sid>/objects/<base>-<end>.kb for offsets [base, end).
-func ObjectKey(sid string, base, end int64) string {
-	return fmt.Sprintf("%s%0*d-%0*d.kb", ObjectsPrefix(sid), offsetWidth, base, offsetWidth, end)
-}
+// ObjectKey is keys.ObjectKey.
+func ObjectKey(sid string, base, end int64) string { return keys.ObjectKey(sid, base, end) }
 
-// ParseObjectKey returns the offset range [base, end) of an object key.
-func ParseObjectKey(key string) (base, end int64, err error) {
-	i := strings.LastIndexByte(key, '/')
-	name := key[i+1:]
-	stem, ok := strings.CutSuffix(name, ".kb")
-	if !ok {
-		return 0, 0, fmt.Errorf("parse object key %q: not <base>-<end>.kb", key)
-	}
-	a, b, ok := strings.Cut(stem, "-")
-	if !ok || len(a) != offsetWidth || len(b) != offsetWidth {
-		return 0, 0, fmt.Errorf("parse object key %q: not <base>-<end>.kb with 20-digit offsets", key)
-	}
-	base, err1 := strconv.ParseInt(a, 10, 64)
-	end, err2 := strconv.ParseInt(b, 10, 64)
-	if err1 != nil || err2 != nil || base < 0 || end <= base {
-		return 0, 0, fmt.Errorf("parse object key %q: bad offset range", key)
-	}
-	return base, end, nil
-}
+// ParseObjectKey is keys.ParseObjectKey.
+func ParseObjectKey(key string) (base, end int64, err error) { return keys.ParseObjectKey(key) }
 
-// GenerationsPrefix is streams/<sid>/generations/.
-func GenerationsPrefix(sid string) string { return StreamPrefix(sid) + "generations/" }
+// GenerationsPrefix is keys.GenerationsPrefix.
+func GenerationsPrefix(sid string) string { return keys.GenerationsPrefix(sid) }
 
-// GenerationKey is streams/<sid>/generations/<gen>.json.
-func GenerationKey(sid string, gen int64) string {
-	return fmt.Sprintf("%s%0*d.json", GenerationsPrefix(sid), offsetWidth, gen)
-}
+// GenerationKey is keys.GenerationKey.
+func GenerationKey(sid string, gen int64) string { return keys.GenerationKey(sid, gen) }
 
-// ParseGenerationKey returns the generation number of a manifest key.
-func ParseGenerationKey(key string) (int64, error) {
-	i := strings.LastIndexByte(key, '/')
-	stem, ok := strings.CutSuffix(key[i+1:], ".json")
-	if !ok || len(stem) != offsetWidth {
-		return 0, fmt.Errorf("parse generation key %q: not <gen>.json", key)
-	}
-	g, err := strconv.ParseInt(stem, 10, 64)
-	if err != nil || g < 0 {
-		return 0, fmt.Errorf("parse generation key %q: bad generation number", key)
-	}
-	return g, nil
-}
+// ParseGenerationKey is keys.ParseGenerationKey.
+func ParseGenerationKey(key string) (int64, error) { return keys.ParseGenerationKey(key) }
 
-// CompactedPrefix is streams/<sid>/compacted/, where NTC2 views live.
-func CompactedPrefix(sid string) string { return StreamPrefix(sid) + "compacted/" }
+// CompactedPrefix is keys.CompactedPrefix.
+func CompactedPrefix(sid string) string { return keys.CompactedPrefix(sid) }
 
-// CompactedKey is streams/<sid>/compacted/<sha256>.ntc2: content-addressed,
-// so a rerun that produces the same bytes writes the same key.
-func CompactedKey(sid, sha256 string) string { return CompactedPrefix(sid) + sha256 + ".ntc2" }
+// CompactedKey is keys.CompactedKey.
+func CompactedKey(sid, sha256 string) string { return keys.CompactedKey(sid, sha256) }
 
-// DeletionKey is deleted/<sid>.json, the record that stream sid's binding
-// was deleted on purpose.
-func DeletionKey(sid string) string { return DeletedPrefix + sid + ".json" }
+// DeletionKey is keys.DeletionKey.
+func DeletionKey(sid string) string { return keys.DeletionKey(sid) }
 
-// ParseDeletionKey returns the stream id of a deletion record's key.
-func ParseDeletionKey(key string) (string, error) {
-	rest, ok := strings.CutPrefix(key, DeletedPrefix)
-	sid, ok2 := strings.CutSuffix(rest, ".json")
-	if !ok || !ok2 || validateStreamID(sid) != nil {
-		return "", fmt.Errorf("parse deletion key %q: not deleted/<stream id>.json", key)
-	}
-	return sid, nil
-}
+// ParseDeletionKey is keys.ParseDeletionKey.
+func ParseDeletionKey(key string) (string, error) { return keys.ParseDeletionKey(key) }
 
-// ParseQuarantineKey returns the set id of a quarantine record's key
-// (not an archived one).
-func ParseQuarantineKey(key string) (string, error) {
-	rest, ok := strings.CutPrefix(key, QuarantinePrefix)
-	id, ok2 := strings.CutSuffix(rest, ".json")
-	if !ok || !ok2 || len(id) != 64 || !isHex(id) {
-		return "", fmt.Errorf("parse quarantine key %q: not quarantine/<set id>.json", key)
-	}
-	return id, nil
-}
+// ParseQuarantineKey is keys.ParseQuarantineKey.
+func ParseQuarantineKey(key string) (string, error) { return keys.ParseQuarantineKey(key) }
 
-// CheckpointsPrefix is streams/<sid>/checkpoints/.
-func CheckpointsPrefix(sid string) string { return StreamPrefix(sid) + "checkpoints/" }
+// CheckpointsPrefix is keys.CheckpointsPrefix.
+func CheckpointsPrefix(sid string) string { return keys.CheckpointsPrefix(sid) }
 
-// CheckpointKey is streams/<sid>/checkpoints/<anchor>-<root12>.nkc1, where
-// root12 is the first 12 hex digits of the checkpoint root.
+// CheckpointKey is keys.CheckpointKey.
 func CheckpointKey(sid string, anchor int64, rootHex string) string {
-	if len(rootHex) > 12 {
-		rootHex = rootHex[:12]
-	}
-	return fmt.Sprintf("%s%0*d-%s.nkc1", CheckpointsPrefix(sid), offsetWidth, anchor, rootHex)
+	return keys.CheckpointKey(sid, anchor, rootHex)
 }
 
-// ParseCheckpointKey returns the anchor and root prefix of a checkpoint key.
+// ParseCheckpointKey is keys.ParseCheckpointKey.
 func ParseCheckpointKey(key string) (anchor int64, root12 string, err error) {
-	i := strings.LastIndexByte(key, '/')
-	stem, ok := strings.CutSuffix(key[i+1:], ".nkc1")
-	if !ok {
-		return 0, "", fmt.Errorf("parse checkpoint key %q: not <anchor>-<root12>.nkc1", key)
-	}
-	a, r, ok := strings.Cut(stem, "-")
-	if !ok || len(a) != offsetWidth || len(r) != 12 || !isHex(r) {
-		return 0, "", fmt.Errorf("parse checkpoint key %q: not <anchor>-<root12>.nkc1", key)
-	}
-	anchor, err = strconv.ParseInt(a, 10, 64)
-	if err != nil || anchor < 0 {
-		return 0, "", fmt.Errorf("parse checkpoint key %q: bad anchor", key)
-	}
-	return anchor, r, nil
+	return keys.ParseCheckpointKey(key)
 }
 
-// QuarantineKey is quarantine/<set_id>.json.
-func QuarantineKey(setID string) string { return QuarantinePrefix + setID + ".json" }
+// QuarantineKey is keys.QuarantineKey.
+func QuarantineKey(setID string) string { return keys.QuarantineKey(setID) }
 
-// QuarantineArchiveKey is where a repaired quarantine record is archived.
+// QuarantineArchiveKey is keys.QuarantineArchiveKey.
 func QuarantineArchiveKey(setID string, repairedAtUnix int64) string {
-	return fmt.Sprintf("%sarchive/%s-%d.json", QuarantinePrefix, setID, repairedAtUnix)
+	return keys.QuarantineArchiveKey(setID, repairedAtUnix)
 }
 
-// LeaseKey is leases/<name>.json.
-func LeaseKey(name string) string { return LeasesPrefix + name + ".json" }
+// LeaseKey is keys.LeaseKey.
+func LeaseKey(name string) string { return keys.LeaseKey(name) }
 
-// TaskPrefix is tasks/<id>/.
-func TaskPrefix(id string) string { return TasksPrefix + id + "/" }
+// TaskPrefix is keys.TaskPrefix.
+func TaskPrefix(id string) string { return keys.TaskPrefix(id) }
 
-// CompactionTaskPrefix is where the compaction task of stream sid lives
-// (tasks/compact-<sid>/): gc collects it with the stream's partition,
-// under its lease, never from under a running compaction.
-func CompactionTaskPrefix(sid string) string { return TaskPrefix("compact-" + sid) }
+// CompactionTaskPrefix is keys.CompactionTaskPrefix.
+func CompactionTaskPrefix(sid string) string { return keys.CompactionTaskPrefix(sid) }
 
-// CompactionTaskKey is tasks/compact-<sid>/task.json, an interrupted
-// compaction's frozen inputs: while it exists, a TOPIC_COMPACTED
-// generation over NONE coverage may be that compaction's unactivated
-// output, not lost coverage.
-func CompactionTaskKey(sid string) string { return CompactionTaskPrefix(sid) + "task.json" }
+// CompactionTaskKey is keys.CompactionTaskKey.
+func CompactionTaskKey(sid string) string { return keys.CompactionTaskKey(sid) }
 
-// RetentionTasksPrefix holds the progress of retention runs, one document
-// per selection; gc never deletes under it (a run's progress is its
-// resume point, whatever its age).
-const RetentionTasksPrefix = TasksPrefix + "retention/"
+// RetentionProgressKey is keys.RetentionProgressKey.
+func RetentionProgressKey(selection string) string { return keys.RetentionProgressKey(selection) }
 
-// RetentionProgressKey is tasks/retention/<digest>.json, the store progress
-// of a retention run of selection ("--all 1/4", "orders-0 orders-1"):
-// digest is the first 16 hex digits of the selection's SHA-256, so every
-// shard keeps its own document and a rerun of the same selection finds it.
-func RetentionProgressKey(selection string) string {
-	sum := sha256.Sum256([]byte(selection))
-	return RetentionTasksPrefix + hex.EncodeToString(sum[:8]) + ".json"
-}
-
-func isHex(s string) bool {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return s != ""
-}
+func isHex(s string) bool { return keys.IsHex(s) }

@@ -77,7 +77,7 @@ func benchCheckpoint(p *state.Partition) *Checkpoint {
 	}
 	for _, s := range p.Segments {
 		if !s.Open() {
-			c.Coverage.Sources = append(c.Coverage.Sources, layout.SourceRef{Gen: s.Gen, ManifestSHA256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"})
+			c.Coverage.Sources = append(c.Coverage.Sources, SourceRef{Gen: s.Gen, ManifestSHA256: "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"})
 		}
 	}
 	return c

@@ -132,7 +132,7 @@ func checkpointFor(rng *rand.Rand, p *state.Partition) *Checkpoint {
 	}
 	for _, s := range p.Segments {
 		if !s.Open() {
-			c.Coverage.Sources = append(c.Coverage.Sources, layout.SourceRef{Gen: s.Gen, ManifestSHA256: randHex(rng)})
+			c.Coverage.Sources = append(c.Coverage.Sources, SourceRef{Gen: s.Gen, ManifestSHA256: randHex(rng)})
 		}
 	}
 	return c

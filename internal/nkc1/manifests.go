@@ -3,8 +3,6 @@ package nkc1
 import (
 	"encoding/hex"
 	"fmt"
-
-	"github.com/nereusctl/nereusctl/internal/layout"
 )
 
 // SectionManifests (optional, flagged FlagOptional) records, for each
@@ -28,10 +26,11 @@ type ManifestRef struct {
 	MD5  string `json:"md5"`
 }
 
-// Summary is the generation's summary the ref holds.
-func (m ManifestRef) Summary() layout.GenerationSummary {
-	return layout.GenerationSummary{Gen: m.Gen, Kind: m.Kind, Base: m.Base, End: m.End}
-}
+// The kinds of a generation manifest, as docs/layout.md names them.
+const (
+	KindCommitted      = "COMMITTED"
+	KindTopicCompacted = "TOPIC_COMPACTED"
+)
 
 // manifestRefSize is one encoded entry: gen, base, end, size, md5, kind.
 const manifestRefSize = 8 + 8 + 8 + 8 + 16 + 1
@@ -59,7 +58,7 @@ func encodeManifests(refs []ManifestRef) ([]byte, error) {
 		md5, _ := hex.DecodeString(m.MD5)
 		w.raw(md5)
 		k := byte(kindCommitted)
-		if m.Kind == layout.KindTopicCompacted {
+		if m.Kind == KindTopicCompacted {
 			k = kindTopicCompacted
 		}
 		w.b = append(w.b, k)
@@ -77,9 +76,9 @@ func decodeManifests(raw []byte) ([]ManifestRef, error) {
 		switch k := r.bytes(1, "kind"); {
 		case r.err != nil:
 		case k[0] == kindCommitted:
-			m.Kind = layout.KindCommitted
+			m.Kind = KindCommitted
 		case k[0] == kindTopicCompacted:
-			m.Kind = layout.KindTopicCompacted
+			m.Kind = KindTopicCompacted
 		default:
 			return nil, fmt.Errorf("manifest ref %d: kind %d: want 1 or 2", i, k[0])
 		}
@@ -102,7 +101,7 @@ func validateManifests(refs []ManifestRef) error {
 		if i > 0 && m.Gen <= refs[i-1].Gen {
 			return fmt.Errorf("manifest ref %d: gen %d after %d: want ascending, each once", i, m.Gen, refs[i-1].Gen)
 		}
-		if m.Kind != layout.KindCommitted && m.Kind != layout.KindTopicCompacted {
+		if m.Kind != KindCommitted && m.Kind != KindTopicCompacted {
 			return fmt.Errorf("manifest ref %d: kind %q", i, m.Kind)
 		}
 		if b, err := hex.DecodeString(m.MD5); err != nil || len(b) != 16 || hex.EncodeToString(b) != m.MD5 {

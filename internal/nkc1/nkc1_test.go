@@ -52,7 +52,7 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatalf("seed %d: anchor/binding %+v %+v, want %+v %+v", seed, got.Anchor, got.Binding, c.Anchor, c.Binding)
 		}
 		if len(c.Coverage.Sources) == 0 {
-			c.Coverage.Sources = []layout.SourceRef{}
+			c.Coverage.Sources = []SourceRef{}
 		}
 		if !reflect.DeepEqual(got.Coverage, c.Coverage) {
 			t.Fatalf("seed %d: coverage %+v, want %+v", seed, got.Coverage, c.Coverage)
@@ -96,7 +96,7 @@ func TestRoundTripExtremes(t *testing.T) {
 	c := &Checkpoint{
 		Anchor:   Anchor{StreamID: "s", Topic: "t", Offset: p.NextOffset, LogStart: 5},
 		State:    p,
-		Coverage: Coverage{LogStart: 5, Anchor: p.NextOffset, Sources: []layout.SourceRef{{Gen: math.MaxInt64, ManifestSHA256: strings.Repeat("ab", 32)}, {Gen: 0, ManifestSHA256: strings.Repeat("0", 64)}}},
+		Coverage: Coverage{LogStart: 5, Anchor: p.NextOffset, Sources: []SourceRef{{Gen: math.MaxInt64, ManifestSHA256: strings.Repeat("ab", 32)}, {Gen: 0, ManifestSHA256: strings.Repeat("0", 64)}}},
 		Binding:  BindingRef{Key: layout.BindingKey("t", 0), Version: math.MaxInt64},
 	}
 	data := mustEncode(t, c)
@@ -131,7 +131,7 @@ func TestEncodeRefusesInconsistentParts(t *testing.T) {
 		"binding other topic": func(c *Checkpoint) { c.Binding.Key = layout.BindingKey("other", c.Anchor.Partition) },
 		"binding version":     func(c *Checkpoint) { c.Binding.Version = 0 },
 		"duplicate source": func(c *Checkpoint) {
-			c.Coverage.Sources = []layout.SourceRef{{Gen: 1, ManifestSHA256: strings.Repeat("a", 64)}, {Gen: 1, ManifestSHA256: strings.Repeat("b", 64)}}
+			c.Coverage.Sources = []SourceRef{{Gen: 1, ManifestSHA256: strings.Repeat("a", 64)}, {Gen: 1, ManifestSHA256: strings.Repeat("b", 64)}}
 		},
 		"six batches": func(c *Checkpoint) {
 			c.State = c.State.Clone()
@@ -144,7 +144,7 @@ func TestEncodeRefusesInconsistentParts(t *testing.T) {
 	}
 	for name, mutate := range cases {
 		c := *base
-		c.Coverage.Sources = append([]layout.SourceRef(nil), base.Coverage.Sources...)
+		c.Coverage.Sources = append([]SourceRef(nil), base.Coverage.Sources...)
 		mutate(&c)
 		if _, _, err := Encode(&c); err == nil {
 			t.Errorf("%s: encode accepted it", name)

@@ -10,9 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/nereusctl/nereusctl/internal/kafka"
-	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/keys"
 	"github.com/nereusctl/nereusctl/internal/state"
-	"github.com/nereusctl/nereusctl/internal/store"
 )
 
 // Anchor says where a checkpoint stands in its stream: the stable-head
@@ -40,9 +39,16 @@ type Anchor struct {
 // the sealed COMMITTED generations it was built from, with their manifest
 // digests, ordered by generation.
 type Coverage struct {
-	LogStart int64              `json:"log_start"`
-	Anchor   int64              `json:"anchor"`
-	Sources  []layout.SourceRef `json:"sources"`
+	LogStart int64       `json:"log_start"`
+	Anchor   int64       `json:"anchor"`
+	Sources  []SourceRef `json:"sources"`
+}
+
+// SourceRef is a source generation by number and manifest digest (the
+// shape of a generation manifest's sources, docs/layout.md).
+type SourceRef struct {
+	Gen            int64  `json:"gen"`
+	ManifestSHA256 string `json:"manifest_sha256"`
 }
 
 // BindingRef is the binding key and version a checkpoint was made for.
@@ -73,7 +79,7 @@ const (
 	maxStreamID = 64
 	maxTopicID  = 64
 	maxTopic    = 249
-	maxKey      = store.MaxKeyLen
+	maxKey      = keys.MaxLen
 )
 
 // ---- encoding helpers ----
@@ -276,13 +282,13 @@ func validateAnchor(a *Anchor) error {
 	if len(a.ObjectKey) > maxKey {
 		return fmt.Errorf("object_key: %d bytes, at most %d", len(a.ObjectKey), maxKey)
 	}
-	if err := store.ValidateKey(a.ObjectKey); err != nil {
+	if err := keys.Validate(a.ObjectKey); err != nil {
 		return fmt.Errorf("object_key: %w", err)
 	}
-	if !strings.HasPrefix(a.ObjectKey, layout.ObjectsPrefix(a.StreamID)) {
-		return fmt.Errorf("object_key %q is not under %s", a.ObjectKey, layout.ObjectsPrefix(a.StreamID))
+	if !strings.HasPrefix(a.ObjectKey, keys.ObjectsPrefix(a.StreamID)) {
+		return fmt.Errorf("object_key %q is not under %s", a.ObjectKey, keys.ObjectsPrefix(a.StreamID))
 	}
-	_, end, err := layout.ParseObjectKey(a.ObjectKey)
+	_, end, err := keys.ParseObjectKey(a.ObjectKey)
 	if err != nil {
 		return fmt.Errorf("object_key: %w", err)
 	}
@@ -302,7 +308,7 @@ const sourceSize = 8 + 32
 // encodeCoverage: log_start i64, anchor i64, count u32, count × (gen i64,
 // manifest SHA-256 32 bytes), ordered by gen, no duplicates.
 func encodeCoverage(c *Coverage) ([]byte, error) {
-	srcs := append([]layout.SourceRef(nil), c.Sources...)
+	srcs := append([]SourceRef(nil), c.Sources...)
 	sort.SliceStable(srcs, func(i, j int) bool { return srcs[i].Gen < srcs[j].Gen })
 	sorted := Coverage{LogStart: c.LogStart, Anchor: c.Anchor, Sources: srcs}
 	if err := validateCoverage(&sorted); err != nil {
@@ -326,11 +332,11 @@ func decodeCoverage(raw []byte) (Coverage, error) {
 	c.LogStart = r.i64("log_start")
 	c.Anchor = r.i64("anchor")
 	n := r.count(sourceSize, "sources")
-	c.Sources = make([]layout.SourceRef, 0, n)
+	c.Sources = make([]SourceRef, 0, n)
 	for i := 0; i < n && r.err == nil; i++ {
 		gen := r.i64("gen")
 		d := r.bytes(32, "manifest_sha256")
-		c.Sources = append(c.Sources, layout.SourceRef{Gen: gen, ManifestSHA256: hex.EncodeToString(d)})
+		c.Sources = append(c.Sources, SourceRef{Gen: gen, ManifestSHA256: hex.EncodeToString(d)})
 	}
 	if err := r.done(); err != nil {
 		return Coverage{}, err
@@ -391,7 +397,7 @@ func validateBinding(b *BindingRef) error {
 	if len(b.Key) > maxKey || !utf8.ValidString(b.Key) {
 		return fmt.Errorf("key: want at most %d bytes of UTF-8", maxKey)
 	}
-	if _, _, err := layout.ParseBindingKey(b.Key); err != nil {
+	if _, _, err := keys.ParseBindingKey(b.Key); err != nil {
 		return err
 	}
 	if b.Version < 1 {
@@ -415,7 +421,7 @@ func validateCheckpoint(c *Checkpoint) (uint16, error) {
 	if c.Coverage.LogStart != a.LogStart || c.Coverage.Anchor != a.Offset {
 		return SectionCoverage, fmt.Errorf("coverage [%d, %d) differs from the anchor's [%d, %d)", c.Coverage.LogStart, c.Coverage.Anchor, a.LogStart, a.Offset)
 	}
-	topic, partition, err := layout.ParseBindingKey(c.Binding.Key)
+	topic, partition, err := keys.ParseBindingKey(c.Binding.Key)
 	if err != nil {
 		return SectionBindingRef, err
 	}

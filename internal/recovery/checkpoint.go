@@ -75,9 +75,9 @@ func checkpointOf(ctx context.Context, st store.Store, b *layout.Binding, res *R
 			a.ObjectKey, a.ObjectSHA256 = last.Key, store.SHA256Of(data)
 		}
 	}
-	srcs := make([]layout.SourceRef, 0, len(res.Sources))
+	srcs := make([]nkc1.SourceRef, 0, len(res.Sources))
 	for gen, sum := range res.Sources {
-		srcs = append(srcs, layout.SourceRef{Gen: gen, ManifestSHA256: sum})
+		srcs = append(srcs, nkc1.SourceRef{Gen: gen, ManifestSHA256: sum})
 	}
 	sort.Slice(srcs, func(i, j int) bool { return srcs[i].Gen < srcs[j].Gen })
 	var clock *state.Clock

@@ -424,7 +424,7 @@ func knownManifests(cp *nkc1.Checkpoint) map[int64]health.KnownManifest {
 	}
 	out := make(map[int64]health.KnownManifest, len(cp.Manifests))
 	for _, m := range cp.Manifests {
-		out[m.Gen] = health.KnownManifest{Summary: m.Summary(), Size: m.Size, MD5: m.MD5}
+		out[m.Gen] = health.KnownManifest{Summary: layout.GenerationSummary{Gen: m.Gen, Kind: m.Kind, Base: m.Base, End: m.End}, Size: m.Size, MD5: m.MD5}
 	}
 	return out
 }
@@ -545,7 +545,7 @@ func (r *Result) Digest() string {
 	return r.digest
 }
 
-func maxSourceGen(srcs []layout.SourceRef) int64 {
+func maxSourceGen(srcs []nkc1.SourceRef) int64 {
 	m := int64(-1)
 	for _, s := range srcs {
 		m = max(m, s.Gen)

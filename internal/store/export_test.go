@@ -42,9 +42,3 @@ func SetDirentTypesUnknown(v bool) func() {
 	direntTypesUnknown = v
 	return func() { direntTypesUnknown = old }
 }
-
-// PlainKey and ValidateKeyFull are ValidateKey's fast path and its rule
-// by rule check.
-func PlainKey(key string) bool { return plainKey(key) }
-
-func ValidateKeyFull(key string) error { return validateKeyFull(key) }

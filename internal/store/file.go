@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/nereusctl/nereusctl/internal/keys"
 )
 
 // File is the file:// backend: one regular file per object under a root
@@ -179,10 +181,10 @@ func fileKey(key string) error {
 		var seg string
 		seg, rest, more = strings.Cut(rest, "/")
 		if len(seg) > maxSegment {
-			return fmt.Errorf("%w %q: segment longer than %d bytes (file:// limit)", ErrInvalidKey, printable(key), maxSegment)
+			return fmt.Errorf("%w %q: segment longer than %d bytes (file:// limit)", ErrInvalidKey, keys.Printable(key), maxSegment)
 		}
 		if strings.HasPrefix(seg, reservedPrefix) {
-			return fmt.Errorf("%w %q: segment starts with %q (reserved by file://)", ErrInvalidKey, printable(key), reservedPrefix)
+			return fmt.Errorf("%w %q: segment starts with %q (reserved by file://)", ErrInvalidKey, keys.Printable(key), reservedPrefix)
 		}
 	}
 	return nil

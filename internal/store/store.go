@@ -33,11 +33,10 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/nereusctl/nereusctl/internal/errkind"
+	"github.com/nereusctl/nereusctl/internal/keys"
 )
 
 // Sentinel errors. Backends wrap them with the operation and key; callers
@@ -53,7 +52,7 @@ var (
 	// progress (S3 409 ConditionalRequestConflict). Safe to retry.
 	ErrConflict = errors.New("conditional request conflict")
 	// ErrInvalidKey: the key breaks the key rules (see ValidateKey).
-	ErrInvalidKey = errors.New("invalid object key")
+	ErrInvalidKey = keys.ErrInvalid
 	// ErrTooLarge: an object is larger than the caller's size cap.
 	ErrTooLarge = errors.New("object too large")
 )
@@ -212,105 +211,16 @@ type Closer interface {
 	Close() error
 }
 
-// MaxKeyLen bounds object keys, as S3 does (1024 bytes).
-const MaxKeyLen = 1024
+// MaxKeyLen bounds object keys, as S3 does (1024 bytes; keys.MaxLen).
+const MaxKeyLen = keys.MaxLen
 
-// ValidateKey enforces the key rules every backend applies once, before any
-// I/O: non-empty, at most MaxKeyLen bytes, valid UTF-8, no leading "/", no
-// empty, "." or ".." segment, no backslash, no NUL or other control
-// character. A key that passes can be joined to a file:// root safely.
-func ValidateKey(key string) error {
-	if plainKey(key) {
-		return nil
-	}
-	return validateKeyFull(key)
-}
+// ValidateKey enforces the key rules (keys.Validate) every backend applies
+// once, before any I/O. A key that passes can be joined to a file:// root
+// safely.
+func ValidateKey(key string) error { return keys.Validate(key) }
 
-// plainKey is ValidateKey's one pass over the bytes for the keys nereusctl
-// makes (printable ASCII): true only for a key that passes every rule;
-// anything else, a non-ASCII key included, is decided and worded by
-// validateKeyFull.
-func plainKey(key string) bool {
-	if key == "" || len(key) > MaxKeyLen || key[0] == '/' {
-		return false
-	}
-	seg := 0 // where the current segment starts
-	for i := 0; i <= len(key); i++ {
-		if i < len(key) {
-			c := key[i]
-			if c < 0x20 || c >= 0x7f || c == '\\' {
-				return false
-			}
-			if c != '/' {
-				continue
-			}
-		}
-		switch key[seg:i] {
-		case "", ".", "..":
-			return false
-		}
-		seg = i + 1
-	}
-	return true
-}
-
-// validateKeyFull is ValidateKey, rule by rule.
-func validateKeyFull(key string) error {
-	bad := func(why string) error {
-		return fmt.Errorf("%w %q: %s", ErrInvalidKey, printable(key), why)
-	}
-	switch {
-	case key == "":
-		return bad("empty")
-	case len(key) > MaxKeyLen:
-		return bad(fmt.Sprintf("longer than %d bytes", MaxKeyLen))
-	case !utf8.ValidString(key):
-		return bad("not valid UTF-8")
-	case strings.HasPrefix(key, "/"):
-		return bad("absolute path")
-	case strings.ContainsRune(key, '\\'):
-		return bad("backslash")
-	}
-	for _, r := range key {
-		if r < 0x20 || r == 0x7f {
-			return bad("control character")
-		}
-	}
-	// Segment by segment without splitting (no allocation: every store
-	// call validates its key).
-	for rest, more := key, true; more; {
-		var seg string
-		seg, rest, more = strings.Cut(rest, "/")
-		switch seg {
-		case "":
-			return bad("empty path segment")
-		case ".", "..":
-			return bad("relative path segment " + seg)
-		}
-	}
-	return nil
-}
-
-// ValidatePrefix applies the key rules to a List prefix; the empty prefix
-// and a prefix ending in "/" are allowed.
-func ValidatePrefix(prefix string) error {
-	if prefix == "" {
-		return nil
-	}
-	return ValidateKey(strings.TrimSuffix(prefix, "/") + "/x")
-}
-
-func printable(s string) string {
-	if len(s) > 80 {
-		s = s[:80] + "…"
-	}
-	return strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return '?'
-		}
-		return r
-	}, s)
-}
+// ValidatePrefix applies the key rules to a List prefix (keys.ValidatePrefix).
+func ValidatePrefix(prefix string) error { return keys.ValidatePrefix(prefix) }
 
 // GetCapped reads a whole object but refuses one larger than max bytes
 // (documents are read with a size cap; docs/design.md §14).

@@ -1,12 +1,10 @@
-package store_test
+package keys
 
 import (
 	"testing"
-
-	"github.com/nereusctl/nereusctl/internal/store"
 )
 
-// FuzzPlainKeyAgreesWithTheRules: ValidateKey's one-pass fast path
+// FuzzPlainKeyAgreesWithTheRules: Validate's one-pass fast path
 // accepts a key only if the rule-by-rule check accepts it, and accepts
 // every printable-ASCII key the rules accept (so the keys nereusctl makes
 // never take the slow path).
@@ -19,7 +17,7 @@ func FuzzPlainKeyAgreesWithTheRules(f *testing.F) {
 		f.Add(k)
 	}
 	f.Fuzz(func(t *testing.T, key string) {
-		fast, full := store.PlainKey(key), store.ValidateKeyFull(key)
+		fast, full := plainKey(key), validateKeyFull(key)
 		if fast && full != nil {
 			t.Fatalf("fast path accepts %q, the rules refuse it: %v", key, full)
 		}
@@ -32,7 +30,7 @@ func FuzzPlainKeyAgreesWithTheRules(f *testing.F) {
 		if ascii && full == nil && !fast {
 			t.Fatalf("the rules accept the ASCII key %q, the fast path does not", key)
 		}
-		if got := store.ValidateKey(key); (got == nil) != (full == nil) || (got != nil && got.Error() != full.Error()) {
+		if got := Validate(key); (got == nil) != (full == nil) || (got != nil && got.Error() != full.Error()) {
 			t.Fatalf("ValidateKey(%q) = %v, the rules say %v", key, got, full)
 		}
 	})

@@ -24,6 +24,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/retention"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/testutil/faultstore"
 	"github.com/nereusctl/nereusctl/internal/testutil/s3server"
 )
 
@@ -456,7 +457,7 @@ func TestTrimLostCheckpointResponse(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			f := store.NewFaulty(base)
+			f := faultstore.New(base)
 			f.LoseResponseNth(store.VerbPut, 1, layout.CheckpointsPrefix(b.StreamID))
 			var st store.Store = f
 			if retry {
@@ -481,7 +482,7 @@ func TestTrimLostCheckpointResponse(t *testing.T) {
 					t.Fatalf("with retries the trim should succeed in one run: %+v (%v)", res, res.Err)
 				}
 			} else {
-				if res.OK() || !errors.Is(res.Err, store.ErrInjected) {
+				if res.OK() || !errors.Is(res.Err, faultstore.ErrInjected) {
 					t.Fatalf("without retries: result %+v, err %v; want the lost response", res, res.Err)
 				}
 				if mid.headVersion != before.headVersion || mid.trim != before.trim {

@@ -18,6 +18,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/errkind"
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/testutil/faultstore"
 	"github.com/nereusctl/nereusctl/internal/testutil/s3server"
 )
 
@@ -66,7 +67,7 @@ func TestCancellationWins(t *testing.T) {
 func TestInterruptedDuringRetry(t *testing.T) {
 	for _, jsonOut := range []bool{false, true} {
 		mem := store.NewMem("")
-		faulty := store.NewFaulty(mem).FailNth("", 0, "", nil) // every call fails, transiently
+		faulty := faultstore.New(mem).FailNth("", 0, "", nil) // every call fails, transiently
 		var stdout, stderr bytes.Buffer
 		g := &globals{stderr: &stderr, st: store.WithRetry(faulty, store.RetryPolicy{Attempts: 1000, Initial: 10 * time.Millisecond, Max: 20 * time.Millisecond})}
 		ctx, cancel := context.WithCancel(context.Background())

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/testutil/faultstore"
 )
 
 // copyStore copies every object of src into dst.
@@ -37,7 +38,7 @@ type silentRetry struct{ store.Store }
 
 func (s silentRetry) Put(ctx context.Context, key string, data []byte, g store.Guard) (store.ObjectInfo, error) {
 	info, err := s.Store.Put(ctx, key, data, g)
-	if errors.Is(err, store.ErrInjected) {
+	if errors.Is(err, faultstore.ErrInjected) {
 		return s.Store.Put(ctx, key, data, g)
 	}
 	return info, err
@@ -66,7 +67,7 @@ func TestCompactSurvivesLostTaskResponse(t *testing.T) {
 					copyStore(t, wl.st, fs)
 					base = fs
 				}
-				faulty := store.NewFaulty(base).LoseResponseNth(store.VerbPut, nth, layout.TasksPrefix)
+				faulty := faultstore.New(base).LoseResponseNth(store.VerbPut, nth, layout.TasksPrefix)
 				var st store.Store = silentRetry{faulty}
 				if retry == "decorator" {
 					st = store.WithRetry(faulty, store.RetryPolicy{Attempts: 3, Initial: time.Microsecond, Max: time.Microsecond})

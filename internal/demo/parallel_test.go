@@ -9,6 +9,7 @@ import (
 
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/testutil/faultstore"
 )
 
 // storeBytes is every key of st with its bytes' digest.
@@ -85,7 +86,7 @@ func TestRunParallelFailureIsolated(t *testing.T) {
 	o := DefaultOptions()
 	o.Records, o.Partitions, o.Parallel = 2000, 3, 4
 	mem := store.NewMem(t.Name())
-	st := store.NewFaulty(mem).Add(store.Rule{Verb: store.VerbPut, Prefix: layout.BindingKey("orders", 1), Kind: store.FailCall, Err: errors.New("injected: disk full")})
+	st := faultstore.New(mem).Add(faultstore.Rule{Verb: store.VerbPut, Prefix: layout.BindingKey("orders", 1), Kind: faultstore.FailCall, Err: errors.New("injected: disk full")})
 	sum, err := Run(ctx, st, o)
 	if err == nil || !strings.Contains(err.Error(), "1 of ") || !strings.Contains(err.Error(), "orders-1") {
 		t.Fatalf("demo with orders-1 failing: %v, want one failure naming orders-1", err)

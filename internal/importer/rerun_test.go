@@ -11,6 +11,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/testutil/faultstore"
 )
 
 // An import whose binding create fails (a crash after every generation,
@@ -29,8 +30,8 @@ func TestImportRerunAfterFailedBindingCreate(t *testing.T) {
 			want := run(t, ref, Options{Dir: dir, ObjectBytes: 1})
 
 			mem := store.NewMem("t")
-			faulty := store.NewFaulty(mem).FailNth(store.VerbPut, 1, "bindings/", nil)
-			if _, err := Run(ctx, faulty, Options{Dir: dir, ObjectBytes: 1}); !errors.Is(err, store.ErrInjected) {
+			faulty := faultstore.New(mem).FailNth(store.VerbPut, 1, "bindings/", nil)
+			if _, err := Run(ctx, faulty, Options{Dir: dir, ObjectBytes: 1}); !errors.Is(err, faultstore.ErrInjected) {
 				t.Fatalf("first run: %v, want the injected binding failure", err)
 			}
 			if _, _, err := layout.LoadBinding(ctx, mem, want.Topic, want.Partition); err == nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/testutil/faultstore"
 )
 
 // silentRetry: a backend client that retries a failed PUT itself, so a
@@ -15,7 +16,7 @@ type silentRetry struct{ store.Store }
 
 func (s silentRetry) Put(ctx context.Context, key string, data []byte, g store.Guard) (store.ObjectInfo, error) {
 	info, err := s.Store.Put(ctx, key, data, g)
-	if errors.Is(err, store.ErrInjected) {
+	if errors.Is(err, faultstore.ErrInjected) {
 		return s.Store.Put(ctx, key, data, g)
 	}
 	return info, err
@@ -69,7 +70,7 @@ func TestUpgrade(t *testing.T) {
 	}
 	// The upgrade; the response to one PUT is lost behind the backend's
 	// own retry: still counted upgraded, nothing reported changed.
-	faulty := store.NewFaulty(st).LoseResponseNth(store.VerbPut, 1, HeadKey("s-abc"))
+	faulty := faultstore.New(st).LoseResponseNth(store.VerbPut, 1, HeadKey("s-abc"))
 	rep, err = Upgrade(ctx, silentRetry{faulty}, false)
 	if err != nil || rep.Err() != nil || faulty.Fired() != 1 {
 		t.Fatalf("upgrade: %v %v (%d faults)", err, rep.Err(), faulty.Fired())
@@ -112,7 +113,7 @@ func TestUpgradeRefusesAndReportsChanges(t *testing.T) {
 	}
 	// A competing writer: the lease CAS loses its precondition, and the
 	// stored lease is not ours.
-	faulty := store.NewFaulty(st).FailNth(store.VerbPut, 1, LeaseKey("retention"), store.ErrPreconditionFailed)
+	faulty := faultstore.New(st).FailNth(store.VerbPut, 1, LeaseKey("retention"), store.ErrPreconditionFailed)
 	rep, err := Upgrade(ctx, faulty, false)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +135,7 @@ func TestUpgradeRefusesAndReportsChanges(t *testing.T) {
 	if err := st.Delete(ctx, GenerationsPrefix("s-abc")+"readme.txt", store.None()); err != nil {
 		t.Fatal(err)
 	}
-	faulty = store.NewFaulty(st).FailNth(store.VerbPut, 1, LeaseKey("retention"), store.ErrPreconditionFailed)
+	faulty = faultstore.New(st).FailNth(store.VerbPut, 1, LeaseKey("retention"), store.ErrPreconditionFailed)
 	rep, _ = Upgrade(ctx, faulty, false)
 	if e := rep.Err(); !errors.Is(e, store.ErrPreconditionFailed) || !strings.Contains(e.Error(), LeaseKey("retention")) {
 		t.Fatalf("changed: %v", e)

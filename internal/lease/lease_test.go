@@ -14,6 +14,7 @@ import (
 
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/testutil/faultstore"
 )
 
 // clock is a settable test clock.
@@ -152,14 +153,14 @@ func TestLostRenewalRereads(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			c := newClock()
-			f := store.NewFaulty(st)
+			f := faultstore.New(st)
 			a, err := Acquire(ctx, f, "job", "a", 10*time.Second, c.now)
 			if err != nil {
 				t.Fatal(err)
 			}
 			f.LoseResponseNth(store.VerbPut, 1, "leases/")
 			c.add(6 * time.Second)
-			if err := a.Renew(ctx); !errors.Is(err, store.ErrInjected) {
+			if err := a.Renew(ctx); !errors.Is(err, faultstore.ErrInjected) {
 				t.Fatalf("renewal with a lost response: %v", err)
 			}
 			if f.Fired() != 1 {
@@ -181,7 +182,7 @@ func TestLostRenewalRereads(t *testing.T) {
 			// Lose the next renewal's response again, then release with
 			// the stale ETag: the lease is still ours and goes.
 			f.LoseResponseNth(store.VerbPut, 1, "leases/")
-			if err := a.Renew(ctx); !errors.Is(err, store.ErrInjected) {
+			if err := a.Renew(ctx); !errors.Is(err, faultstore.ErrInjected) {
 				t.Fatalf("renewal with a lost response: %v", err)
 			}
 			if err := a.Release(ctx); err != nil {

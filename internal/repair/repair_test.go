@@ -11,6 +11,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/demo"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/testutil/faultstore"
 	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
@@ -184,7 +185,7 @@ type silentRetry struct{ store.Store }
 
 func (s silentRetry) Put(ctx context.Context, key string, data []byte, g store.Guard) (store.ObjectInfo, error) {
 	info, err := s.Store.Put(ctx, key, data, g)
-	if errors.Is(err, store.ErrInjected) {
+	if errors.Is(err, faultstore.ErrInjected) {
 		return s.Store.Put(ctx, key, data, g)
 	}
 	return info, err
@@ -199,7 +200,7 @@ func TestRepairSurvivesLostResponses(t *testing.T) {
 	base, tp, ref, file := quarantinedStore(t)
 	for _, prefix := range []string{ref.Key, layout.QuarantinePrefix} {
 		mem := cloneStore(t, base, "lost-"+prefix)
-		faulty := store.NewFaulty(mem).LoseResponseNth(store.VerbPut, 1, prefix)
+		faulty := faultstore.New(mem).LoseResponseNth(store.VerbPut, 1, prefix)
 		st := silentRetry{faulty}
 		b, _, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
 		if err != nil {

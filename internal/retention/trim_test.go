@@ -15,6 +15,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/stream"
+	"github.com/nereusctl/nereusctl/internal/testutil/faultstore"
 )
 
 // demoStore writes a small demo cluster into a fresh mem:// store.
@@ -116,17 +117,19 @@ func TestTrimFaultAtEveryCall(t *testing.T) {
 	target := int64(250)
 	kinds := []struct {
 		name string
-		rule func(verb string, n int) store.Rule
+		rule func(verb string, n int) faultstore.Rule
 	}{
-		{"lost-response", func(v string, n int) store.Rule { return store.Rule{Verb: v, Nth: n, Kind: store.LoseResponse} }},
-		{"timeout", func(v string, n int) store.Rule {
-			return store.Rule{Verb: v, Nth: n, Kind: store.FailCall, Err: context.DeadlineExceeded}
+		{"lost-response", func(v string, n int) faultstore.Rule {
+			return faultstore.Rule{Verb: v, Nth: n, Kind: faultstore.LoseResponse}
 		}},
-		{"412", func(v string, n int) store.Rule {
-			return store.Rule{Verb: v, Nth: n, Kind: store.FailCall, Err: store.ErrPreconditionFailed}
+		{"timeout", func(v string, n int) faultstore.Rule {
+			return faultstore.Rule{Verb: v, Nth: n, Kind: faultstore.FailCall, Err: context.DeadlineExceeded}
 		}},
-		{"409", func(v string, n int) store.Rule {
-			return store.Rule{Verb: v, Nth: n, Kind: store.FailCall, Err: store.ErrConflict}
+		{"412", func(v string, n int) faultstore.Rule {
+			return faultstore.Rule{Verb: v, Nth: n, Kind: faultstore.FailCall, Err: store.ErrPreconditionFailed}
+		}},
+		{"409", func(v string, n int) faultstore.Rule {
+			return faultstore.Rule{Verb: v, Nth: n, Kind: faultstore.FailCall, Err: store.ErrConflict}
 		}},
 	}
 	runs := 0
@@ -138,7 +141,7 @@ func TestTrimFaultAtEveryCall(t *testing.T) {
 			for n := 1; ; n++ {
 				st := cloneMem(t, base)
 				before := snap(t, st, tp)
-				faulty := store.NewFaulty(st)
+				faulty := faultstore.New(st)
 				faulty.Add(k.rule(verb, n))
 				_ = RunPartition(ctx, faulty, Request{TP: tp, DeleteRecords: &target, NowMs: time.Now().UnixMilli()})
 				fired := faulty.Fired() > 0

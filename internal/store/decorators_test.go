@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/testutil/faultstore"
 )
 
 func TestCounter(t *testing.T) {
@@ -73,7 +74,7 @@ func TestRateLimit(t *testing.T) {
 
 func TestFaultyReads(t *testing.T) {
 	ctx := context.Background()
-	f := store.NewFaulty(store.NewMem("faulty"))
+	f := faultstore.New(store.NewMem("faulty"))
 	f.Put(ctx, "obj", []byte("abcdef"), store.None())
 	f.Put(ctx, "other", []byte("abcdef"), store.None())
 	f.FlipByteNth(2, "obj", 1)
@@ -100,7 +101,7 @@ func TestFaultyReads(t *testing.T) {
 	var te interface{ Timeout() bool }
 	f.Clear()
 	f.LoseResponseNth(store.VerbList, 1, "")
-	if _, err := f.List(ctx, ""); !errors.As(err, &te) || !te.Timeout() || !errors.Is(err, store.ErrInjected) {
+	if _, err := f.List(ctx, ""); !errors.As(err, &te) || !te.Timeout() || !errors.Is(err, faultstore.ErrInjected) {
 		t.Fatalf("lost list response: %v", err)
 	}
 	if f.Fired() != 4 {
@@ -131,7 +132,7 @@ func TestRetryConfirmsLostIfAbsent(t *testing.T) {
 	ctx := context.Background()
 	strict := &strictIfAbsent{Store: store.NewMem("strict")}
 	c := store.NewCounter(strict)
-	f := store.NewFaulty(c)
+	f := faultstore.New(c)
 	r := store.WithRetry(f, store.RetryPolicy{Attempts: 3, Initial: time.Millisecond, Max: time.Millisecond})
 
 	// Without a retry layer the strict store reports a conflict for its own
@@ -159,14 +160,14 @@ func TestRetryConfirmsLostIfAbsent(t *testing.T) {
 
 func TestRetryBackoffAndContext(t *testing.T) {
 	ctx := context.Background()
-	f := store.NewFaulty(store.NewMem("backoff"))
+	f := faultstore.New(store.NewMem("backoff"))
 	f.FailNth(store.VerbGet, 0, "", nil)
 	r := store.WithRetry(f, store.RetryPolicy{Attempts: 100, Initial: 20 * time.Millisecond, Max: 40 * time.Millisecond})
 	short, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
 	defer cancel()
 	start := time.Now()
 	_, err := r.Get(short, "x", nil)
-	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, store.ErrInjected) {
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, faultstore.ErrInjected) {
 		t.Fatalf("retrying past the deadline: %v", err)
 	}
 	if d := time.Since(start); d > time.Second {
@@ -191,7 +192,7 @@ func TestRetryable(t *testing.T) {
 		{context.DeadlineExceeded, false},
 		{store.Permanent(errors.New("x")), false},
 		{store.ErrConflict, true},
-		{store.ErrInjected, true},
+		{faultstore.ErrInjected, true},
 		{errors.New("connection reset"), true},
 	} {
 		if got := store.Retryable(c.err); got != c.want {

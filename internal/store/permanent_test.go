@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/testutil/faultstore"
 )
 
 // A permission error is permanent: WithRetry gives up after one attempt,
@@ -30,7 +31,7 @@ func TestRetryGivesUpOnPermissionErrors(t *testing.T) {
 	} {
 		mem := store.NewMem("")
 		mem.Put(ctx, "bindings/t/0.json", []byte("{}"), store.None())
-		c := store.NewCounter(store.NewFaulty(mem).FailNth("", 0, "", errors.Join(errors.New("get bindings/t/0.json"), cause)))
+		c := store.NewCounter(faultstore.New(mem).FailNth("", 0, "", errors.Join(errors.New("get bindings/t/0.json"), cause)))
 		r := store.WithRetry(c, store.RetryPolicy{Attempts: 6, Initial: 50 * time.Millisecond, Max: time.Second})
 		start := time.Now()
 		_, err := r.Get(ctx, "bindings/t/0.json", nil)
@@ -48,7 +49,7 @@ func TestRetryGivesUpOnPermissionErrors(t *testing.T) {
 		}
 	}
 	// A transient failure still is retried (the control).
-	c := store.NewCounter(store.NewFaulty(store.NewMem("")).FailNth(store.VerbGet, 1, "", nil))
+	c := store.NewCounter(faultstore.New(store.NewMem("")).FailNth(store.VerbGet, 1, "", nil))
 	r := store.WithRetry(c, store.RetryPolicy{Attempts: 3, Initial: time.Millisecond, Max: time.Millisecond})
 	if _, err := r.Get(ctx, "k", nil); !errors.Is(err, store.ErrNotFound) || c.Counts()[store.VerbGet] != 2 {
 		t.Fatalf("transient: %v after %d attempts", err, c.Counts()[store.VerbGet])
@@ -118,7 +119,7 @@ func TestRetryLogs(t *testing.T) {
 	ctx := context.Background()
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	f := store.NewFaulty(store.NewMem("")).FailNth(store.VerbGet, 0, "", nil)
+	f := faultstore.New(store.NewMem("")).FailNth(store.VerbGet, 0, "", nil)
 	r := store.WithRetry(f, store.RetryPolicy{Attempts: 3, Initial: time.Millisecond, Max: time.Millisecond, Log: log})
 	if _, err := r.Get(ctx, "streams/s/head.json", nil); err == nil {
 		t.Fatal("no error")

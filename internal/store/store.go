@@ -14,7 +14,7 @@
 //	limited := WithRateLimit(counter, rps)  // each attempt waits its turn
 //	s := WithRetry(limited, DefaultRetryPolicy())
 //
-// and NewFaulty goes directly over the backend in tests. WithRetry is the
+// and a test's fault injector (internal/testutil/faultstore) goes directly over the backend. WithRetry is the
 // only retry layer (the S3 SDK's own retryer is off), so on s3:// each
 // attempt it makes is one HTTP request, which a Meter (OpenOptions.Meter)
 // counts, with its bytes, and rate-limits at the HTTP client: there the

@@ -15,6 +15,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/storeprobe"
+	"github.com/nereusctl/nereusctl/internal/testutil/faultstore"
 	"github.com/nereusctl/nereusctl/internal/testutil/s3lax"
 	"github.com/nereusctl/nereusctl/internal/testutil/s3server"
 )
@@ -249,7 +250,7 @@ func TestProbeThroughStrippingProxy(t *testing.T) {
 // still removes its scratch key.
 func TestProbeErrorCleansUp(t *testing.T) {
 	mem := store.NewMem("x")
-	f := store.NewFaulty(mem).FailNth(store.VerbPut, 3, "tasks/", store.Permanent(store.ErrAccessDenied))
+	f := faultstore.New(mem).FailNth(store.VerbPut, 3, "tasks/", store.Permanent(store.ErrAccessDenied))
 	res, err := storeprobe.Run(context.Background(), f, storeprobe.Options{})
 	if !errors.Is(err, store.ErrAccessDenied) || res != nil {
 		t.Fatalf("probe with access denied on its 3rd PUT: %v, %v", res, err)
@@ -260,8 +261,8 @@ func TestProbeErrorCleansUp(t *testing.T) {
 	}
 	// Cancelled: the cleanup still runs with a context of its own.
 	ctx, cancel := context.WithCancel(context.Background())
-	f = store.NewFaulty(mem)
-	f.Add(store.Rule{Verb: store.VerbHead, Nth: 1, Kind: store.FailCall, Err: context.Canceled})
+	f = faultstore.New(mem)
+	f.Add(faultstore.Rule{Verb: store.VerbHead, Nth: 1, Kind: faultstore.FailCall, Err: context.Canceled})
 	cancel()
 	_ = ctx
 	if _, err := storeprobe.Run(context.Background(), f, storeprobe.Options{}); !errors.Is(err, context.Canceled) {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/storeprobe"
+	"github.com/nereusctl/nereusctl/internal/testutil/faultstore"
 )
 
 // ManyKeys is how many objects the pagination test writes: more than one
@@ -717,7 +718,7 @@ func fastRetry() store.RetryPolicy {
 func testLostResponse(t *testing.T, mk func(*testing.T) *store.Counter) {
 	base := mk(t)
 	ctx := ctxT(t)
-	f := store.NewFaulty(base)
+	f := faultstore.New(base)
 	r := store.WithRetry(f, fastRetry())
 
 	// IfAbsent whose response is lost: the retry meets 412, the stored
@@ -781,7 +782,7 @@ func testLostResponse(t *testing.T, mk func(*testing.T) *store.Counter) {
 	// A lost response with no retry layer is an error the caller sees.
 	f.LoseResponseNth(store.VerbPut, 1, "lost/plain")
 	_, err = f.Put(ctx, "lost/plain", data, store.IfAbsent())
-	wantErr(t, "lost response without retry", err, store.ErrInjected)
+	wantErr(t, "lost response without retry", err, faultstore.ErrInjected)
 	if got := get(t, base, "lost/plain"); !bytes.Equal(got, data) {
 		t.Fatal("the lost write did not happen")
 	}
@@ -790,7 +791,7 @@ func testLostResponse(t *testing.T, mk func(*testing.T) *store.Counter) {
 func testRetryStops(t *testing.T, mk func(*testing.T) *store.Counter) {
 	base := mk(t)
 	ctx := ctxT(t)
-	f := store.NewFaulty(base)
+	f := faultstore.New(base)
 	r := store.WithRetry(f, fastRetry())
 	for _, sentinel := range []error{store.ErrNotFound, store.ErrPreconditionFailed, store.ErrInvalidKey, context.Canceled, context.DeadlineExceeded, store.Permanent(errors.New("access denied"))} {
 		f.Clear()

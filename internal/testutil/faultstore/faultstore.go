@@ -1,6 +1,13 @@
-package store
+// Package faultstore is the fault-injecting store of the tests (house
+// style 16, 28): a decorator over any store.Store that fails the Nth call,
+// loses the response after the write happened, flips a byte or truncates
+// what a GET read. It lives in a test-helper package, never in the
+// product: nothing nereusctl runs imports it.
+package faultstore
 
 import (
+	"github.com/nereusctl/nereusctl/internal/store"
+
 	"context"
 	"errors"
 	"fmt"
@@ -8,7 +15,7 @@ import (
 	"sync"
 )
 
-// ErrInjected is the cause of every fault a Faulty store injects. It is
+// ErrInjected is the cause of every fault a faultstore.Store injects. It is
 // retryable (WithRetry treats it as a transient failure).
 var ErrInjected = errors.New("injected fault")
 
@@ -31,7 +38,7 @@ const (
 
 // Rule selects calls and says what fault to inject into them.
 type Rule struct {
-	// Verb is VerbGet, VerbPut, …; empty matches every verb.
+	// Verb is store.VerbGet, store.VerbPut, …; empty matches every verb.
 	Verb string
 	// Prefix limits the rule to keys (List prefixes) starting with it.
 	Prefix string
@@ -46,11 +53,11 @@ type Rule struct {
 	Keep   int64
 }
 
-// Faulty is the fault-injection decorator for tests (kopia's faulty blob
+// Store is the fault-injection decorator for tests (kopia's faulty blob
 // storage, restic's checker tests): fail the Nth call, lose a response after
 // the write happened, flip a byte or truncate on read.
-type Faulty struct {
-	s     Store
+type Store struct {
+	s     store.Store
 	mu    sync.Mutex
 	rules []*ruleState
 	fired int
@@ -61,18 +68,18 @@ type ruleState struct {
 	seen int
 }
 
-var _ Store = (*Faulty)(nil)
+var _ store.Store = (*Store)(nil)
 
-// NewFaulty wraps s with no rules: calls pass through until rules are added.
-func NewFaulty(s Store) *Faulty { return &Faulty{s: s} }
+// New wraps s with no rules: calls pass through until rules are added.
+func New(s store.Store) *Store { return &Store{s: s} }
 
-func (f *Faulty) String() string { return f.s.String() }
+func (f *Store) String() string { return f.s.String() }
 
 // Unwrap returns the decorated store.
-func (f *Faulty) Unwrap() Store { return f.s }
+func (f *Store) Unwrap() store.Store { return f.s }
 
 // Add installs a rule and returns f for chaining.
-func (f *Faulty) Add(r Rule) *Faulty {
+func (f *Store) Add(r Rule) *Store {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.rules = append(f.rules, &ruleState{Rule: r})
@@ -80,42 +87,42 @@ func (f *Faulty) Add(r Rule) *Faulty {
 }
 
 // FailNth fails the nth call of verb on keys with prefix with err.
-func (f *Faulty) FailNth(verb string, n int, prefix string, err error) *Faulty {
+func (f *Store) FailNth(verb string, n int, prefix string, err error) *Store {
 	return f.Add(Rule{Verb: verb, Nth: n, Prefix: prefix, Kind: FailCall, Err: err})
 }
 
 // LoseResponseNth performs the nth call of verb on keys with prefix and
 // then reports a timeout instead of its result.
-func (f *Faulty) LoseResponseNth(verb string, n int, prefix string) *Faulty {
+func (f *Store) LoseResponseNth(verb string, n int, prefix string) *Store {
 	return f.Add(Rule{Verb: verb, Nth: n, Prefix: prefix, Kind: LoseResponse})
 }
 
 // FlipByteNth flips the byte at offset in the nth GET of keys with prefix.
-func (f *Faulty) FlipByteNth(n int, prefix string, offset int64) *Faulty {
-	return f.Add(Rule{Verb: VerbGet, Nth: n, Prefix: prefix, Kind: FlipByte, Offset: offset})
+func (f *Store) FlipByteNth(n int, prefix string, offset int64) *Store {
+	return f.Add(Rule{Verb: store.VerbGet, Nth: n, Prefix: prefix, Kind: FlipByte, Offset: offset})
 }
 
 // TruncateNth cuts the nth GET of keys with prefix to keep bytes.
-func (f *Faulty) TruncateNth(n int, prefix string, keep int64) *Faulty {
-	return f.Add(Rule{Verb: VerbGet, Nth: n, Prefix: prefix, Kind: Truncate, Keep: keep})
+func (f *Store) TruncateNth(n int, prefix string, keep int64) *Store {
+	return f.Add(Rule{Verb: store.VerbGet, Nth: n, Prefix: prefix, Kind: Truncate, Keep: keep})
 }
 
 // Clear removes every rule.
-func (f *Faulty) Clear() {
+func (f *Store) Clear() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.rules = nil
 }
 
 // Fired returns how many faults were injected so far.
-func (f *Faulty) Fired() int {
+func (f *Store) Fired() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.fired
 }
 
 // match returns the rules that fire for this call.
-func (f *Faulty) match(verb, key string) []Rule {
+func (f *Store) match(verb, key string) []Rule {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []Rule
@@ -165,20 +172,20 @@ func lose(op, key string, rules []Rule) error {
 	return nil
 }
 
-func (f *Faulty) Head(ctx context.Context, key string) (ObjectInfo, error) {
-	rules := f.match(VerbHead, key)
+func (f *Store) Head(ctx context.Context, key string) (store.ObjectInfo, error) {
+	rules := f.match(store.VerbHead, key)
 	if err := before("head", key, rules); err != nil {
-		return ObjectInfo{}, err
+		return store.ObjectInfo{}, err
 	}
 	info, err := f.s.Head(ctx, key)
 	if lerr := lose("head", key, rules); lerr != nil {
-		return ObjectInfo{}, lerr
+		return store.ObjectInfo{}, lerr
 	}
 	return info, err
 }
 
-func (f *Faulty) Get(ctx context.Context, key string, rg *Range) ([]byte, error) {
-	rules := f.match(VerbGet, key)
+func (f *Store) Get(ctx context.Context, key string, rg *store.Range) ([]byte, error) {
+	rules := f.match(store.VerbGet, key)
 	if err := before("get", key, rules); err != nil {
 		return nil, err
 	}
@@ -204,20 +211,20 @@ func (f *Faulty) Get(ctx context.Context, key string, rg *Range) ([]byte, error)
 	return b, nil
 }
 
-func (f *Faulty) Put(ctx context.Context, key string, data []byte, g Guard) (ObjectInfo, error) {
-	rules := f.match(VerbPut, key)
+func (f *Store) Put(ctx context.Context, key string, data []byte, g store.Guard) (store.ObjectInfo, error) {
+	rules := f.match(store.VerbPut, key)
 	if err := before("put", key, rules); err != nil {
-		return ObjectInfo{}, err
+		return store.ObjectInfo{}, err
 	}
 	info, err := f.s.Put(ctx, key, data, g)
 	if lerr := lose("put", key, rules); lerr != nil {
-		return ObjectInfo{}, lerr
+		return store.ObjectInfo{}, lerr
 	}
 	return info, err
 }
 
-func (f *Faulty) Delete(ctx context.Context, key string, g Guard) error {
-	rules := f.match(VerbDelete, key)
+func (f *Store) Delete(ctx context.Context, key string, g store.Guard) error {
+	rules := f.match(store.VerbDelete, key)
 	if err := before("delete", key, rules); err != nil {
 		return err
 	}
@@ -228,8 +235,8 @@ func (f *Faulty) Delete(ctx context.Context, key string, g Guard) error {
 	return err
 }
 
-func (f *Faulty) List(ctx context.Context, prefix string) ([]ObjectInfo, error) {
-	rules := f.match(VerbList, prefix)
+func (f *Store) List(ctx context.Context, prefix string) ([]store.ObjectInfo, error) {
+	rules := f.match(store.VerbList, prefix)
 	if err := before("list", prefix, rules); err != nil {
 		return nil, err
 	}
@@ -240,8 +247,8 @@ func (f *Faulty) List(ctx context.Context, prefix string) ([]ObjectInfo, error) 
 	return l, err
 }
 
-func (f *Faulty) ListAfter(ctx context.Context, prefix, startAfter string) ([]ObjectInfo, error) {
-	rules := f.match(VerbList, prefix)
+func (f *Store) ListAfter(ctx context.Context, prefix, startAfter string) ([]store.ObjectInfo, error) {
+	rules := f.match(store.VerbList, prefix)
 	if err := before("list", prefix, rules); err != nil {
 		return nil, err
 	}

@@ -325,6 +325,11 @@ func CheckConfig(opt Options) error {
 		topic = "topic"
 	}
 	if _, _, _, _, err := topicConfig(topic, opt); err != nil {
+		if opt.Topic == "" && errors.Is(err, retention.ErrNoTopicSection) {
+			// The topic comes from each directory's name: Prepare looks
+			// its section up then.
+			return nil
+		}
 		return refusedConfig{err}
 	}
 	return nil

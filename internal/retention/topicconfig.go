@@ -18,6 +18,10 @@ import (
 // a value outside Kafka's type and range for it (a usage error).
 var ErrBadTopicConfig = errors.New("bad topic config")
 
+// ErrNoTopicSection: a kafka-configs --describe file has sections for
+// other topics only (with ErrBadTopicConfig).
+var ErrNoTopicSection = errors.New("no section for the topic")
+
 // Where a binding's config snapshot came from (layout.Binding.ConfigSource).
 const (
 	// SourceImportDefault: import was given no topic config; retention is
@@ -279,7 +283,7 @@ func ParseKafkaConfigs(data []byte, topic string) (*KafkaConfigs, error) {
 		return nil, fmt.Errorf("%w: %v", ErrBadTopicConfig, err)
 	}
 	if sections > 0 && out.Topic == "" {
-		return nil, fmt.Errorf("%w: no section for topic %s (the file describes other topics)", ErrBadTopicConfig, topic)
+		return nil, fmt.Errorf("%w: %w: no section for topic %s (the file describes other topics)", ErrBadTopicConfig, ErrNoTopicSection, topic)
 	}
 	return out, nil
 }

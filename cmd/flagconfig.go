@@ -236,6 +236,7 @@ func decodeConfig(v *viper.Viper, fs *pflag.FlagSet, cfgFile string, fileKeys ma
 	c.MaxRequestsPerSecond = number("max-requests-per-second")
 	c.Parallel = integer("parallel")
 	c.LeaseWait = duration("lease-wait")
+	c.LeaseTTL = duration("lease-ttl")
 	c.Stats = boolean("stats")
 	c.Quiet = boolean("quiet")
 	c.NoProgress = boolean("no-progress")

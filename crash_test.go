@@ -43,6 +43,17 @@ import (
 func init() {
 	cmd.CrashHooks = envCrashHooks
 	cmd.CompactHooks = envCompactHooks
+	cmd.GCHooks = envGCHooks
+}
+
+// envGCHooks stops gc (NEREUSCTL_TEST_STOP_AFTER=decided:TOPIC-PARTITION)
+// once it has decided that partition's garbage, holding its lease, before
+// it deletes any of it.
+func envGCHooks() func(tp layout.TopicPartition) {
+	if os.Getenv("NEREUSCTL_TEST_STOP_AFTER") == "" {
+		return nil
+	}
+	return func(tp layout.TopicPartition) { stopAfter("decided:" + tp.String()) }
 }
 
 // stopAfter stops this process (SIGSTOP) when step is

@@ -652,3 +652,70 @@ func TestParallelOrderAndIsolation(t *testing.T) {
 		}
 	})
 }
+
+// TestPausedGCDeletesNothingPastItsLease: a compaction killed after it
+// staged its NTC2 objects leaves them unreferenced, and `gc --grace 0s`
+// decides to delete them; stopped (SIGSTOP) between that decision and its
+// deletes, past its 1s lease, it loses the partition to a compaction that
+// takes the expired lease over, re-PUTs the same content-addressed
+// objects and publishes them as the ACTIVE coverage. Continued (SIGCONT),
+// gc must prove its lease before each delete and find it gone: nothing the
+// coverage references is deleted and `verify --deep` is clean. Before the
+// fence, gc deleted the published coverage's objects on its stale
+// decision.
+func TestPausedGCDeletesNothingPastItsLease(t *testing.T) {
+	dir := compactBase(t)
+	url := "file://" + dir
+	compactNow := demo.CompactNow.UTC().Format(time.RFC3339)
+	ctx := context.Background()
+	st := fileStore(t, dir)
+	b, _, err := layout.LoadBinding(ctx, st, "customers", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := layout.StreamPrefix(b.StreamID) + "compacted/"
+
+	// A compaction killed after its PUTs: its objects are unreferenced.
+	c, out, errb := cliProc(t, url, []string{"NEREUSCTL_TEST_STOP_AFTER=written"}, "compact", "customers-0", "--now", compactNow)
+	waitStopped(t, c, out, errb)
+	_ = c.Process.Kill()
+	_ = c.Wait()
+	staged, err := st.List(ctx, prefix)
+	if err != nil || len(staged) == 0 {
+		t.Fatalf("the killed compaction staged %d objects (%v)", len(staged), err)
+	}
+
+	// gc decides they are garbage, and stops before deleting them.
+	gc, gout, gerr := cliProc(t, url, []string{"NEREUSCTL_TEST_STOP_AFTER=decided:customers-0"}, "gc", "--grace", "0s", "--lease-ttl", "1s", "--parallel", "1", "-v")
+	waitStopped(t, gc, gout, gerr)
+	defer func() { _ = gc.Process.Signal(syscall.SIGCONT) }()
+	for _, in := range staged {
+		if _, err := st.Head(ctx, in.Key); err != nil {
+			t.Fatalf("gc deleted %s before its stop: %v", in.Key, err)
+		}
+	}
+
+	// The compaction reruns: it waits out gc's lease (its holder is alive,
+	// stopped), takes it over and publishes the same objects.
+	code, cout, cerr := cli(t, url, nil, "compact", "customers-0", "--now", compactNow, "--lease-wait", "60s")
+	if code != 0 {
+		t.Fatalf("compact while gc is stopped: exit %d\n%s%s", code, cout, cerr)
+	}
+	checkCoverageWhole(t, dir, "customers", 0)
+
+	// gc goes on: its lease is gone, it deletes nothing of customers-0.
+	if err := gc.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	gcode := exitOf(t, gc.Wait())
+	if gcode != 4 {
+		t.Fatalf("gc continued past its lease: exit %d, want 4 (customers-0's lease not renewed in time)\n%s%s", gcode, gout, gerr)
+	}
+	if !strings.Contains(gout.String()+gerr.String(), "not renewed in time") {
+		t.Fatalf("gc does not say its lease ran out:\n%s%s", gout, gerr)
+	}
+	if strings.Contains(gout.String(), "deleted "+prefix) {
+		t.Fatalf("gc deleted objects of customers-0's view after its lease ran out:\n%s", gout)
+	}
+	checkCoverageWhole(t, dir, "customers", 0)
+}

@@ -63,6 +63,7 @@ func (g *globals) trimLeased(ctx context.Context, st store.Store, req retention.
 		return retention.RunPartition(ctx, st, req)
 	}
 	var r *retention.Result
+	req.Hooks.Fence = lease.Fence // each write of the sequence proves the lease
 	err := g.withPartition(ctx, st, req.TP, func(ctx context.Context) error {
 		r = retention.RunPartition(ctx, st, req)
 		return nil

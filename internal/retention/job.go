@@ -281,6 +281,7 @@ func runLeased(ctx context.Context, st store.Store, o JobOptions, req Request) *
 		return RunPartition(ctx, st, req)
 	}
 	var r *Result
+	req.Hooks.Fence = lease.Fence // each write of the sequence proves the lease
 	err := lease.WithPartition(ctx, st, req.TP, o.Lease, func(ctx context.Context) error {
 		r = RunPartition(ctx, st, req)
 		return nil

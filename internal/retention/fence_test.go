@@ -107,7 +107,9 @@ func TestGCFencesEveryDelete(t *testing.T) {
 		}
 	}
 	streamKey := func(key string) bool { return strings.HasPrefix(key, layout.StreamsPrefix) }
-	wrap := func(ctx context.Context, _ layout.TopicPartition, fn func(context.Context) error) error { return fn(ctx) }
+	wrap := func(ctx context.Context, _ layout.TopicPartition, fn func(context.Context) error) error {
+		return fn(ctx)
+	}
 	o := GCOptions{Now: time.Now().Add(2 * time.Hour), Grace: time.Hour, Partition: wrap}
 
 	fs := &fencetest.Store{Store: cloneMem(t, st), Guarded: streamKey}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nereusctl/nereusctl/internal/errkind"
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/lease"
@@ -44,6 +45,10 @@ func leaseErr(tp layout.TopicPartition, err error) error {
 		return exitcode.BlockedErr(fmt.Errorf("%s: %w", tp, he),
 			fmt.Sprintf("another job is changing %s; wait for it (its lease expires at %s unless renewed), or rerun with a longer --lease-wait",
 				tp, he.Until.UTC().Format(time.RFC3339)))
+	case errors.Is(err, layout.ErrCorruptDocument) && errkind.HintOf(err) != "":
+		// The partition's lease document does not decode (its hint names
+		// 'lease break'): corruption, exit 3.
+		return exitcode.Wrap(exitcode.Verify, fmt.Errorf("%s: %w", tp, err), errkind.HintOf(err))
 	case errors.Is(err, lease.ErrExpired):
 		return exitcode.BlockedErr(fmt.Errorf("%s: %w", tp, err),
 			"this run could not renew the partition's lease in time (a slow or stalled store, or the process was paused), so it stopped before the lease could expire; rerun: every step is idempotent")

@@ -4,6 +4,7 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -438,7 +439,7 @@ func (g *globals) resolve(cmd *cobra.Command) error {
 	fileKeys := map[string]bool{}
 	if cfgFile != "" {
 		if _, err := os.Stat(cfgFile); err == nil || explicit {
-			keys, err := checkConfigFile(cmd.Root().PersistentFlags(), cfgFile)
+			keys, data, err := checkConfigFile(cmd.Root().PersistentFlags(), cfgFile)
 			if err != nil {
 				if exitcode.HintOf(err) != "" {
 					return err
@@ -446,9 +447,8 @@ func (g *globals) resolve(cmd *cobra.Command) error {
 				return exitcode.Wrap(exitcode.Usage, err, "the config file's keys are the global flags' long names without the leading -- (docs/configuration.md)")
 			}
 			fileKeys = keys
-			v.SetConfigFile(cfgFile)
 			v.SetConfigType("yaml")
-			if err := v.ReadInConfig(); err != nil {
+			if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
 				return exitcode.UsageErr(fmt.Errorf("read config file %s: %w", cfgFile, err))
 			}
 		}

@@ -14,13 +14,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/nereusctl/nereusctl/internal/compaction"
 	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/localfile"
 	"github.com/nereusctl/nereusctl/internal/ntc2"
 	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/verify"
@@ -378,12 +378,8 @@ func contains(list []string, s string) bool {
 func candidate(ctx context.Context, st store.Store, g *layout.Generation, ref layout.ObjectRef, o Options) ([]byte, string, error) {
 	switch {
 	case o.FromFile != "":
-		f, err := os.Open(o.FromFile)
-		if err != nil {
-			return nil, "file " + o.FromFile, err
-		}
-		defer f.Close()
-		b, err := store.ReadAllCapped(f, 1<<30)
+		// Never blocks on a FIFO or other special file (ReadInput).
+		b, err := localfile.ReadInput(o.FromFile, 1<<30)
 		return b, "file " + o.FromFile, err
 	case o.From != nil:
 		b, err := o.From.Get(ctx, ref.Key, nil)

@@ -620,8 +620,12 @@ func encodeLocal(p *Progress, done []layout.RetentionDone) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
+// maxProgressFileBytes caps the local progress file (one line per
+// partition: far above a fleet's).
+const maxProgressFileBytes = 1 << 30
+
 func loadProgress(path string) (*Progress, error) {
-	b, err := os.ReadFile(path)
+	b, err := localfile.ReadInput(path, maxProgressFileBytes)
 	if err != nil {
 		return nil, err
 	}

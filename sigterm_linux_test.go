@@ -91,4 +91,3 @@ func TestEveryCommandEndsOnSIGTERM(t *testing.T) {
 		})
 	}
 }
-

@@ -59,4 +59,3 @@ func TestReadInputNeverBlocks(t *testing.T) {
 func errorNames(err error, path string) bool {
 	return err != nil && len(path) > 0 && strings.Contains(err.Error(), path)
 }
-

@@ -41,7 +41,9 @@ func TestS3InvalidRegionRefusedAtOpen(t *testing.T) {
 // context ending stay as they were.
 func TestS3NeverSentIsPermanent(t *testing.T) {
 	s := &S3{bucket: "b"}
-	op := func(err error) error { return &smithy.OperationError{ServiceID: "S3", OperationName: "GetObject", Err: err} }
+	op := func(err error) error {
+		return &smithy.OperationError{ServiceID: "S3", OperationName: "GetObject", Err: err}
+	}
 	resp := &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 500}}, Err: errors.New("internal")}
 	for _, c := range []struct {
 		name      string

@@ -98,7 +98,7 @@ func (s *CommittedSource) Batches(ctx context.Context, from int64, fn func(Batch
 		}
 		s.ObjectsRead++
 		s.BytesRead += int64(len(data))
-		err = stream.ScanObject(o, data, false, func(b stream.Batch) error {
+		err = stream.ScanObjectWith(o, data, stream.ScanOptions{Epochs: s.head.LeaderEpochs}, func(b stream.Batch) error {
 			if b.Header.LastOffset() < from {
 				return nil
 			}

@@ -301,12 +301,10 @@ func (h *Head) Validate() error {
 	if h.Version < 1 || h.Epoch < 0 {
 		return fmt.Errorf("version %d, epoch %d: want version >= 1, epoch >= 0", h.Version, h.Epoch)
 	}
-	marks, err := ParseLeaderEpochs(h.LeaderEpochs)
-	if err != nil {
+	// Marks at or above the head are allowed: a head rolled back below
+	// the stream's data keeps its record, and readers read nothing there.
+	if _, err := ParseLeaderEpochs(h.LeaderEpochs); err != nil {
 		return err
-	}
-	if n := len(marks); n > 0 && marks[n-1].Start >= h.Head {
-		return fmt.Errorf("leader_epochs: a mark at %d, at or above the head %d", marks[n-1].Start, h.Head)
 	}
 	return nil
 }

@@ -14,7 +14,7 @@ import (
 // raw block: a few bytes that claim to unpack to contentSize.
 func bombFrame(contentSize uint64) []byte {
 	b := binary.LittleEndian.AppendUint32(nil, 0xFD2FB528) // magic
-	b = append(b, 0xE0)                                   // FCS 8 bytes, single segment, no checksum, no dictionary
+	b = append(b, 0xE0)                                    // FCS 8 bytes, single segment, no checksum, no dictionary
 	b = binary.LittleEndian.AppendUint64(b, contentSize)
 	return append(b, 0x01, 0x00, 0x00) // last block, raw, 0 bytes
 }

@@ -265,14 +265,20 @@ func holdLease(t *testing.T, st store.Store, topic string, p int32) {
 func TestHeldLeaseBlocksEveryMutatingCommand(t *testing.T) {
 	base := filepath.Join(t.TempDir(), "base")
 	demoBase("--records", "3000", "--partitions", "2")(t, base)
-	fresh := func(t *testing.T) (string, store.Store) {
+	unheld := func(t *testing.T) (string, store.Store) {
 		dir := filepath.Join(t.TempDir(), "store")
 		if err := os.CopyFS(dir, os.DirFS(base)); err != nil {
 			t.Fatal(err)
 		}
-		st := fileStore(t, dir)
+		return dir, fileStore(t, dir)
+	}
+	hold := func(t *testing.T, st store.Store) {
 		holdLease(t, st, "orders", 0)
 		holdLease(t, st, "customers", 0)
+	}
+	fresh := func(t *testing.T) (string, store.Store) {
+		dir, st := unheld(t)
+		hold(t, st)
 		return dir, st
 	}
 	blocked := func(t *testing.T, code int, out, errb, name string) {
@@ -400,12 +406,15 @@ func TestHeldLeaseBlocksEveryMutatingCommand(t *testing.T) {
 		}
 	})
 	t.Run("repair", func(t *testing.T) {
-		dir, st := fresh(t)
+		// Quarantined first (verify quarantines under the partition's
+		// lease), then the leases are taken.
+		dir, st := unheld(t)
 		replica := dir + ".replica"
 		quarantineMember(t, dir, replica, "customers", 0)
 		// (quarantineMember copied the store first; a second member of
 		// another partition is damaged in the same copy.)
 		damage(t, dir, "customers", 1)
+		hold(t, st)
 		code, out, errb := cli(t, "file://"+dir, nil, append([]string{"repair", "--all-from", "file://" + replica}, wait...)...)
 		blocked(t, code, out, errb, "customers-0")
 		for p, want := range map[int32]string{0: layout.CoverageQuarantined, 1: layout.CoverageActive} {

@@ -232,8 +232,12 @@ documents back without a digest.` + exitStatusHelp(
 				if dryRun {
 					verb, n = "would upgrade", rep.Counts[layout.UpgradeWould]
 				}
-				fmt.Fprintf(g.stdout, "store upgrade: %s %d of %d documents; %d already current, %d legacy manifests kept, %d refused, %d changed meanwhile, %d partitions blocked\n",
-					verb, n, rep.Scanned, rep.Counts[layout.UpgradeCurrent], rep.Counts[layout.UpgradeKept], rep.Counts[layout.UpgradeRefused], rep.Counts[layout.UpgradeChanged], rep.Counts[layout.UpgradeBlocked])
+				blocked := ""
+				if n := rep.Counts[layout.UpgradeBlocked]; n > 0 {
+					blocked = fmt.Sprintf(", %d partitions blocked (their leases held by another job)", n)
+				}
+				fmt.Fprintf(g.stdout, "store upgrade: %s %d of %d documents; %d already current, %d legacy manifests kept, %d refused, %d changed meanwhile%s\n",
+					verb, n, rep.Scanned, rep.Counts[layout.UpgradeCurrent], rep.Counts[layout.UpgradeKept], rep.Counts[layout.UpgradeRefused], rep.Counts[layout.UpgradeChanged], blocked)
 			}
 			err = rep.Err()
 			if errkind.Is(err, errkind.Blocked) {

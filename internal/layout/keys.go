@@ -159,6 +159,11 @@ func TaskPrefix(id string) string { return TasksPrefix + id + "/" }
 // resume point, whatever its age).
 const RetentionTasksPrefix = TasksPrefix + "retention/"
 
+// DemoTasksPrefix holds the demo's record of the options it was started
+// with and whether it finished (tasks/demo/seed-<seed>.json): what an
+// interrupted demo resumes from. Never garbage, whatever its age.
+const DemoTasksPrefix = TasksPrefix + "demo/"
+
 // RetentionProgressKey is tasks/retention/<digest>.json, the store progress
 // of a retention run of selection ("--all 1/4", "orders-0 orders-1"):
 // digest is the first 16 hex digits of the selection's SHA-256, so every

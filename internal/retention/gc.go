@@ -212,8 +212,9 @@ func GC(ctx context.Context, st store.Store, tps []layout.TopicPartition, o GCOp
 	live := map[string]bool{}
 	for _, in := range tasks {
 		// A retention run's progress is its resume point, whatever its
-		// age: never garbage (layout.RetentionTasksPrefix).
-		if !old(in, o) || strings.HasPrefix(in.Key, layout.RetentionTasksPrefix) {
+		// age, and so is the demo's record: never garbage
+		// (layout.RetentionTasksPrefix, layout.DemoTasksPrefix).
+		if !old(in, o) || strings.HasPrefix(in.Key, layout.RetentionTasksPrefix) || strings.HasPrefix(in.Key, layout.DemoTasksPrefix) {
 			continue
 		}
 		if sid, ok := compactTaskStream(in.Key); ok {

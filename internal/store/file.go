@@ -102,6 +102,15 @@ var (
 	_ Closer = (*File)(nil)
 )
 
+// The modes file:// creates its files and folders with: owner only. The
+// objects are Kafka record payloads (and the documents that locate them),
+// which no other local user may read; several operators share a store by
+// running as one user (docs/layout.md, "file://").
+const (
+	filePerm os.FileMode = 0o600
+	dirPerm  os.FileMode = 0o700
+)
+
 const (
 	reservedPrefix  = ".nereus-"
 	tmpPrefix       = ".nereus-tmp-"
@@ -490,7 +499,7 @@ func (f *File) writeTemp(key, dir string, data []byte) (string, time.Time, error
 			return "", time.Time{}, mapErr("put", key, err)
 		}
 		name := path.Join(dir, tmpPrefix+randHex(8))
-		fh, err := f.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		fh, err := f.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 		if errors.Is(err, fs.ErrNotExist) {
 			last = err
 			continue
@@ -537,7 +546,7 @@ func (f *File) mkdirs(dir string) error {
 	parts := strings.Split(dir, "/")
 	for i := range parts {
 		p := strings.Join(parts[:i+1], "/")
-		err := f.root.Mkdir(p, 0o755)
+		err := f.root.Mkdir(p, dirPerm)
 		switch {
 		case err == nil:
 			created = append(created, p)

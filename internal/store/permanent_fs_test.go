@@ -177,3 +177,50 @@ func TestFileSpecialFileKeysNeverBlock(t *testing.T) {
 		t.Fatal("a read of a FIFO key blocked")
 	}
 }
+
+// TestFileStoreIsPrivate: file:// creates its objects 0600 and its
+// folders 0700 (the store root too, when it makes it), whatever the umask
+// lets through beyond the owner: record payloads are no other user's to
+// read.
+func TestFileStoreIsPrivate(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	ctx := context.Background()
+	root := filepath.Join(t.TempDir(), "new", "store")
+	st, err := store.Open(ctx, "file://"+root, store.OpenOptions{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.(store.Closer).Close()
+	for _, g := range []store.Guard{store.IfAbsent(), store.None()} {
+		if _, err := st.Put(ctx, "streams/s-1/objects/00000000000000000000-00000000000000000001.kb", []byte("payload"), g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := st.Put(ctx, "bindings/t/0.json", []byte("{}"), store.IfAbsent()); err != nil {
+		t.Fatal(err)
+	}
+	err = filepath.WalkDir(filepath.Dir(root), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		want := os.FileMode(0o600)
+		if d.IsDir() {
+			want = 0o700
+		}
+		if p == filepath.Dir(root) {
+			return nil // the test's own folder
+		}
+		if fi.Mode().Perm() != want {
+			t.Errorf("%s: mode %v, want %v", p, fi.Mode().Perm(), want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -89,6 +89,10 @@ func OpenWriter(ctx context.Context, st store.Store, sid string, cfg layout.Topi
 	if len(gens) > 0 && w.lastGen < gens[len(gens)-1] {
 		w.lastGen = gens[len(gens)-1]
 	}
+	// A roll whose next append did not happen left the head's
+	// leader-epoch record unpruned: prune it as the roll did (written
+	// with the next append).
+	w.head.LeaderEpochs = pruneEpochs(h.LeaderEpochs, w.segBase)
 	objs, err := layout.ListObjects(ctx, st, sid)
 	if err != nil {
 		return nil, err

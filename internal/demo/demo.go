@@ -343,20 +343,17 @@ func writePartition(ctx context.Context, st store.Store, o Options, tp topicPlan
 		Topic: tp.name, TopicID: topicID(o.Seed, tp.name), Partition: p, StreamID: sid,
 		Config: tp.cfg, ConfigSource: ConfigSource, Coverage: layout.Coverage{State: layout.CoverageNone}, Version: 1,
 	}
-	var bETag string
-	switch cur, etag, err := layout.LoadBinding(ctx, st, tp.name, p); {
+	switch cur, _, err := layout.LoadBinding(ctx, st, tp.name, p); {
 	case errors.Is(err, store.ErrNotFound):
-		info, err := layout.Create(ctx, st, layout.BindingKey(tp.name, p), b)
-		if err != nil {
+		if _, err := layout.Create(ctx, st, layout.BindingKey(tp.name, p), b); err != nil {
 			return nil, fmt.Errorf("create binding: %w", err)
 		}
-		bETag = info.ETag
 	case err != nil:
 		return nil, err
 	case cur.StreamID != sid:
 		return nil, fmt.Errorf("%w: binding %s names stream %s, not the demo's %s", ErrOtherData, layout.BindingKey(tp.name, p), cur.StreamID, sid)
 	default:
-		b, bETag = cur, etag
+		b = cur
 	}
 	w, err := stream.OpenWriter(ctx, st, sid, tp.cfg)
 	if err != nil {
@@ -431,8 +428,7 @@ func writePartition(ctx context.Context, st store.Store, o Options, tp topicPlan
 				// reused where its PUT landed: nothing was written after
 				// it, so the state is the same).
 				if end >= stored {
-					var cur *layout.Binding
-					cur, bETag, err = layout.LoadBinding(ctx, st, tp.name, p)
+					cur, bETag, err := layout.LoadBinding(ctx, st, tp.name, p)
 					if err != nil {
 						return nil, err
 					}

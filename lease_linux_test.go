@@ -160,6 +160,29 @@ func TestGCNeverRacesCompaction(t *testing.T) {
 	checkCoverageWhole(t, dir, "customers", 0)
 }
 
+// killedCompaction is a demo store whose customers-0 a compaction staged
+// NTC2 objects for and was killed (SIGKILL after its PUTs, before its
+// publish): the store, the view's prefix and the staged objects.
+func killedCompaction(t *testing.T) (string, store.Store, string, []store.ObjectInfo) {
+	t.Helper()
+	dir := compactBase(t)
+	st := fileStore(t, dir)
+	b, _, err := layout.LoadBinding(context.Background(), st, "customers", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := layout.StreamPrefix(b.StreamID) + "compacted/"
+	c, out, errb := cliProc(t, "file://"+dir, []string{"NEREUSCTL_TEST_STOP_AFTER=written"}, "compact", "customers-0", "--now", demo.CompactNow.UTC().Format(time.RFC3339))
+	waitStopped(t, c, out, errb)
+	_ = c.Process.Kill()
+	t.Logf("compaction killed: %v\n%s%s", c.Wait(), out, errb)
+	staged, err := st.List(context.Background(), prefix)
+	if err != nil || len(staged) == 0 {
+		t.Fatalf("the killed compaction staged %d objects (%v)", len(staged), err)
+	}
+	return dir, st, prefix, staged
+}
+
 // TestCompactRerunRefreshesItsObjects: a compaction killed after it staged
 // its NTC2 objects leaves them unreferenced; hours later (their mtime is
 // older than gc's default grace) a rerun produces the same content-
@@ -169,26 +192,10 @@ func TestGCNeverRacesCompaction(t *testing.T) {
 // same gc past the grace would. Before, the rerun's IfAbsent PUT found the
 // old bytes and left their mtime alone.
 func TestCompactRerunRefreshesItsObjects(t *testing.T) {
-	dir := compactBase(t)
+	dir, st, prefix, staged := killedCompaction(t)
 	url := "file://" + dir
 	compactNow := demo.CompactNow.UTC().Format(time.RFC3339)
 	ctx := context.Background()
-	st := fileStore(t, dir)
-	b, _, err := layout.LoadBinding(ctx, st, "customers", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prefix := layout.StreamPrefix(b.StreamID) + "compacted/"
-
-	// The first run: stopped after its PUTs, then killed.
-	c, out, errb := cliProc(t, url, []string{"NEREUSCTL_TEST_STOP_AFTER=written"}, "compact", "customers-0", "--now", compactNow)
-	waitStopped(t, c, out, errb)
-	_ = c.Process.Kill()
-	t.Logf("first run killed: %v\n%s%s", c.Wait(), out, errb)
-	staged, err := st.List(ctx, prefix)
-	if err != nil || len(staged) == 0 {
-		t.Fatalf("the killed compaction staged %d objects (%v)", len(staged), err)
-	}
 	old := time.Now().Add(-3 * time.Hour)
 	for _, in := range staged {
 		if err := os.Chtimes(filepath.Join(dir, filepath.FromSlash(in.Key)), old, old); err != nil {
@@ -197,7 +204,7 @@ func TestCompactRerunRefreshesItsObjects(t *testing.T) {
 	}
 
 	// The rerun, stopped between its PUTs and its publish.
-	c, out, errb = cliProc(t, url, []string{"NEREUSCTL_TEST_STOP_AFTER=written"}, "compact", "customers-0", "--now", compactNow)
+	c, out, errb := cliProc(t, url, []string{"NEREUSCTL_TEST_STOP_AFTER=written"}, "compact", "customers-0", "--now", compactNow)
 	waitStopped(t, c, out, errb)
 	defer func() { _ = c.Process.Signal(syscall.SIGCONT) }()
 	again, err := st.List(ctx, prefix)
@@ -754,26 +761,11 @@ func TestParallelOrderAndIsolation(t *testing.T) {
 // fence, gc deleted the published coverage's objects on its stale
 // decision.
 func TestPausedGCDeletesNothingPastItsLease(t *testing.T) {
-	dir := compactBase(t)
+	// A compaction killed after its PUTs: its objects are unreferenced.
+	dir, st, prefix, staged := killedCompaction(t)
 	url := "file://" + dir
 	compactNow := demo.CompactNow.UTC().Format(time.RFC3339)
 	ctx := context.Background()
-	st := fileStore(t, dir)
-	b, _, err := layout.LoadBinding(ctx, st, "customers", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prefix := layout.StreamPrefix(b.StreamID) + "compacted/"
-
-	// A compaction killed after its PUTs: its objects are unreferenced.
-	c, out, errb := cliProc(t, url, []string{"NEREUSCTL_TEST_STOP_AFTER=written"}, "compact", "customers-0", "--now", compactNow)
-	waitStopped(t, c, out, errb)
-	_ = c.Process.Kill()
-	_ = c.Wait()
-	staged, err := st.List(ctx, prefix)
-	if err != nil || len(staged) == 0 {
-		t.Fatalf("the killed compaction staged %d objects (%v)", len(staged), err)
-	}
 
 	// gc decides they are garbage, and stops before deleting them.
 	gc, gout, gerr := cliProc(t, url, []string{"NEREUSCTL_TEST_STOP_AFTER=decided:customers-0"}, "gc", "--grace", "0s", "--lease-ttl", "1s", "--parallel", "1", "-v")

@@ -157,19 +157,11 @@ func TestRetentionRunInterruptedAfterTheHeadCAS(t *testing.T) {
 	}
 	st := &cancelAfterHeadTrim{Store: mem, head: layout.HeadKey(b.StreamID), cancel: cancel}
 	args := []string{"retention", "run", "orders-0", "orders-1", "--yes", "--now", "2027-06-01T00:00:00Z", "--parallel", "1", "-o", "json"}
-	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	run := func(ctx context.Context, st store.Store) (retentionDoc, error) {
-		var out, errb bytes.Buffer
-		g := &globals{stdout: &out, stderr: &errb}
-		root := newRootCmd(g)
-		root.SetArgs(append(args, "--store", "mem://"+t.Name()))
-		root.SetOut(&out)
-		root.SetErr(&errb)
-		g.st = st
-		err := root.ExecuteContext(ctx)
+		out, errb, err := runWithStore(ctx, t, st, args...)
 		var doc retentionDoc
-		if jerr := json.Unmarshal(out.Bytes(), &doc); jerr != nil {
-			t.Fatalf("output: %v\n%s%s", jerr, out.String(), errb.String())
+		if jerr := json.Unmarshal([]byte(out), &doc); jerr != nil {
+			t.Fatalf("output: %v\n%s%s", jerr, out, errb)
 		}
 		return doc, err
 	}

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"syscall"
 
 	"github.com/nereusctl/nereusctl/internal/errkind"
+	"github.com/nereusctl/nereusctl/internal/store"
 )
 
 // ErrNotRegular is an input path that names a FIFO, socket, device or
@@ -36,7 +36,7 @@ func ReadInput(path string, max int64) ([]byte, error) {
 		return nil, fmt.Errorf("stat %s: %w", path, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: %w: it is a %s", path, ErrNotRegular, kind(fi.Mode()))
+		return nil, fmt.Errorf("%s: %w: it is a %s", path, ErrNotRegular, store.FileKind(fi.Mode()))
 	}
 	if fi.Size() > max {
 		return nil, fmt.Errorf("%s: %w: %d bytes, more than %d", path, ErrTooBig, fi.Size(), max)
@@ -53,19 +53,3 @@ func ReadInput(path string, max int64) ([]byte, error) {
 
 // IsNotRegular reports ReadInput's refusal of a special file.
 func IsNotRegular(err error) bool { return errors.Is(err, ErrNotRegular) }
-
-func kind(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "folder"
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeCharDevice != 0:
-		return "character device"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	}
-	return "special file (" + m.Type().String() + ")"
-}

@@ -222,15 +222,19 @@ func (f *File) open(name string) (*os.File, error) {
 // notRegular is the error for a key that names a special file (a FIFO, a
 // socket, a device): permanent, naming the key and what it is.
 func notRegular(op, key string, mode fs.FileMode) error {
-	return Permanent(fmt.Errorf("%s %s: not a regular file but a %s: %w", op, key, fileKind(mode), ErrNotRegular))
+	return Permanent(fmt.Errorf("%s %s: not a regular file but a %s: %w", op, key, FileKind(mode), ErrNotRegular))
 }
 
 // ErrNotRegular: a file:// key names a special file (a FIFO, a socket, a
 // device) or a symlink to one, which no object is.
 var ErrNotRegular = errors.New("not a regular file")
 
-func fileKind(m fs.FileMode) string {
+// FileKind names what a file that is not a regular one is: a folder, a
+// named pipe (FIFO), a socket, a device.
+func FileKind(m fs.FileMode) string {
 	switch {
+	case m.IsDir():
+		return "folder"
 	case m&fs.ModeNamedPipe != 0:
 		return "named pipe (FIFO)"
 	case m&fs.ModeSocket != 0:

@@ -26,21 +26,28 @@ func epochBatch(t *testing.T, base int64, n int, epoch int32) []byte {
 	return b
 }
 
+// newTestWriter is a writer of a new stream s-1 in a mem:// store.
+func newTestWriter(t *testing.T) (*store.Mem, *Writer) {
+	t.Helper()
+	ctx := context.Background()
+	st := store.NewMem(t.Name())
+	if err := CreateStream(ctx, st, "s-1", 0); err != nil {
+		t.Fatal(err)
+	}
+	w, err := OpenWriter(ctx, st, "s-1", layout.DefaultTopicConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, w
+}
+
 // TestWriterRecordsLeaderEpochs: the writer records in the head a mark
 // wherever its batches' leader epoch changes, keeps only the mark in
 // force at the open segment's base when a segment is sealed, and a reader
 // checks every batch from the first mark on against the record.
 func TestWriterRecordsLeaderEpochs(t *testing.T) {
 	ctx := context.Background()
-	st := store.NewMem(t.Name())
-	if err := CreateStream(ctx, st, "s-1", 0); err != nil {
-		t.Fatal(err)
-	}
-	cfg := layout.DefaultTopicConfig()
-	w, err := OpenWriter(ctx, st, "s-1", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, w := newTestWriter(t)
 	appendAt := func(epochs ...int32) {
 		var bs [][]byte
 		for _, e := range epochs {
@@ -111,15 +118,7 @@ func TestWriterRecordsLeaderEpochs(t *testing.T) {
 // batches from its first mark on.
 func TestLeaderEpochRecordBounded(t *testing.T) {
 	ctx := context.Background()
-	st := store.NewMem(t.Name())
-	if err := CreateStream(ctx, st, "s-1", 0); err != nil {
-		t.Fatal(err)
-	}
-	cfg := layout.DefaultTopicConfig()
-	w, err := OpenWriter(ctx, st, "s-1", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, w := newTestWriter(t)
 	for i := range layout.MaxLeaderEpochMarks + 3 {
 		if err := w.Append(ctx, [][]byte{epochBatch(t, w.Next(), 1, int32(i))}); err != nil {
 			t.Fatal(err)

@@ -61,7 +61,7 @@ func envGCHooks() func(tp layout.TopicPartition) {
 func stopAfter(step string) {
 	if want := os.Getenv("NEREUSCTL_TEST_STOP_AFTER"); want != "" && want == step {
 		fmt.Fprintf(os.Stderr, "nereusctl: test stop after step %s\n", step)
-		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		stopSelf()
 	}
 }
 

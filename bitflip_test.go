@@ -18,13 +18,15 @@ import (
 	"time"
 
 	"github.com/nereusctl/nereusctl/cmd"
+	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
 
 // The bit-flip sweep: for each kind of object and document a small demo
 // store holds (binding, head, generation manifest, COMMITTED object, NKC1
-// checkpoint, NTC2 object), flip one bit at a time, through the store (as
+// checkpoint, NTC2 object, and an open-segment object, which no manifest
+// covers: there the batch headers' bits), flip one bit at a time, through the store (as
 // if the object had been written with that bit flipped, so its ETag matches
 // its bytes), run the commands that read it, and classify the flip:
 //
@@ -44,6 +46,11 @@ import (
 // the counts the closing notes quote:
 //
 //	NEREUS_BITFLIP=full go test -run TestBitFlipSweep -v -timeout 60m .
+//
+// With full, every bit of every batch header of the open-segment object is
+// flipped (1,952 bits of four headers: 1,952 detected, 0 silent, with the
+// head's leader-epoch record; before it, 128 of 192 sampled flips of the
+// leader epochs were silent and 120 persisted by checkpoint create).
 func TestBitFlipSweep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the bit-flip sweep runs without -short")
@@ -67,6 +74,7 @@ func TestBitFlipSweep(t *testing.T) {
 	orders := sw.binding("orders", 0)
 	customers := sw.binding("customers", 0)
 	tail := sw.sealedTailObject(orders)
+	open := sw.openSegmentObject(orders)
 	targets := []flipTarget{
 		{kind: "binding", key: layout.BindingKey("orders", 0), part: "orders-0", readers: []flipReader{statusReader("orders-0"), replayReader("orders-0"), retentionReader("orders-0")}},
 		{kind: "head", key: layout.HeadKey(orders.StreamID), part: "orders-0", readers: []flipReader{statusReader("orders-0"), replayReader("orders-0")}},
@@ -74,6 +82,11 @@ func TestBitFlipSweep(t *testing.T) {
 		{kind: "COMMITTED object", key: tail.object, part: "orders-0", readers: []flipReader{replayReader("orders-0"), verifyReader("orders-0", "--deep")}},
 		{kind: "NKC1 checkpoint", key: orders.CheckpointRef.Key, part: "orders-0", readers: []flipReader{replayReader("orders-0"), checkpointVerifyReader("orders-0")}},
 		{kind: "NTC2 object", key: sw.coverageMember(customers), part: "customers-0", readers: []flipReader{dumpReader("customers-0"), verifyReader("customers-0", "--deep")}},
+		// An object of the open segment (in no manifest yet) above the
+		// checkpoint: the replay reads it, and only the batch CRCs and the
+		// head's leader-epoch record cover its bytes. Its flips are its
+		// batch headers' bits (all of them with NEREUS_BITFLIP=full).
+		{kind: "open-segment object", key: open, part: "orders-0", headers: true, readers: []flipReader{replayReader("orders-0"), verifyReader("orders-0", "--deep"), dumpReader("orders-0")}},
 	}
 	var report []string
 	for _, tg := range targets {
@@ -92,6 +105,9 @@ type flipTarget struct {
 	key     string
 	part    string
 	readers []flipReader
+	// headers: flip only the bits of the object's batch headers (the 61
+	// bytes at the start of each RecordBatch v2).
+	headers bool
 }
 
 // flipReader is a command that reads the target and, when it reports
@@ -157,6 +173,66 @@ func (s *sweep) sealedTailObject(b *layout.Binding) tailObject {
 	}
 	s.t.Fatalf("%s: no sealed COMMITTED generation above the checkpoint at %d", b.Name(), b.CheckpointRef.Anchor)
 	return tailObject{}
+}
+
+// openSegmentObject is the first object above the last sealed COMMITTED
+// generation (the open segment, in no manifest) that lies above the
+// binding's checkpoint: the restart replay reads it.
+func (s *sweep) openSegmentObject(b *layout.Binding) string {
+	ctx := context.Background()
+	h, _, err := layout.LoadHead(ctx, s.st, b.StreamID)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	gens, err := layout.ListGenerations(ctx, s.st, b.StreamID)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	sealed := int64(0)
+	for _, n := range gens {
+		g, _, err := layout.LoadGeneration(ctx, s.st, b.StreamID, n)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if g.Kind == layout.KindCommitted {
+			sealed = max(sealed, g.End)
+		}
+	}
+	objs, err := layout.ListObjects(ctx, s.st, b.StreamID)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.Base >= sealed && o.Base >= b.CheckpointRef.Anchor && o.End <= h.Head {
+			return o.Key
+		}
+	}
+	s.t.Fatalf("%s: no open-segment object above the checkpoint at %d (sealed to %d, head %d)", b.Name(), b.CheckpointRef.Anchor, sealed, h.Head)
+	return ""
+}
+
+// headerBit is a bit of a batch header: its position in the object and
+// the byte of the header it is in.
+type headerBit struct{ bit, at int }
+
+// headerBits is every bit of the batch headers of a RecordBatch v2
+// object: 61 bytes at each batch's start.
+func headerBits(t *testing.T, data []byte) []headerBit {
+	var out []headerBit
+	for pos := 0; pos < len(data); {
+		if len(data)-pos < kafka.HeaderSize {
+			t.Fatalf("object: %d bytes left at %d, less than a batch header", len(data)-pos, pos)
+		}
+		h, err := kafka.ParseHeader(data[pos:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range kafka.HeaderSize * 8 {
+			out = append(out, headerBit{bit: pos*8 + i, at: i / 8})
+		}
+		pos += h.Size()
+	}
+	return out
 }
 
 func (s *sweep) coverageMember(b *layout.Binding) string {
@@ -300,6 +376,30 @@ func (s *sweep) sweepTarget(t *testing.T, tg flipTarget, full bool) flipCounts {
 	bits := len(orig) * 8
 	var sample []int
 	switch {
+	case tg.headers:
+		all := headerBits(t, orig)
+		bits = len(all)
+		if full {
+			for _, hb := range all {
+				sample = append(sample, hb.bit)
+			}
+			break
+		}
+		// Every bit of every batch's partition leader epoch (bytes 12-15,
+		// outside the CRC), and a deterministic sample of 64 of the
+		// header's other bits.
+		rng := rand.New(rand.NewPCG(uint64(len(orig)), 11))
+		var rest []int
+		for _, hb := range all {
+			if hb.at >= 12 && hb.at < 16 {
+				sample = append(sample, hb.bit)
+			} else {
+				rest = append(rest, hb.bit)
+			}
+		}
+		rng.Shuffle(len(rest), func(i, j int) { rest[i], rest[j] = rest[j], rest[i] })
+		sample = append(sample, rest[:min(64, len(rest))]...)
+		slices.Sort(sample)
 	case full && (strings.HasSuffix(tg.key, ".json") || bits <= 4000):
 		for i := range bits {
 			sample = append(sample, i)

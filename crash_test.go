@@ -44,6 +44,17 @@ import (
 func init() {
 	cmd.CrashHooks = envCrashHooks
 	cmd.CompactHooks = envCompactHooks
+	cmd.GCHooks = envGCHooks
+}
+
+// envGCHooks stops gc (NEREUSCTL_TEST_STOP_AFTER=decided:TOPIC-PARTITION)
+// once it has decided that partition's garbage, holding its lease, before
+// it deletes any of it.
+func envGCHooks() func(tp layout.TopicPartition) {
+	if os.Getenv("NEREUSCTL_TEST_STOP_AFTER") == "" {
+		return nil
+	}
+	return func(tp layout.TopicPartition) { stopAfter("decided:" + tp.String()) }
 }
 
 // stopAfter stops this process (SIGSTOP) when step is
@@ -51,7 +62,7 @@ func init() {
 func stopAfter(step string) {
 	if want := os.Getenv("NEREUSCTL_TEST_STOP_AFTER"); want != "" && want == step {
 		fmt.Fprintf(os.Stderr, "nereusctl: test stop after step %s\n", step)
-		_ = syscall.Kill(os.Getpid(), syscall.SIGSTOP)
+		stopSelf()
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/demo"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/lease"
+	"github.com/nereusctl/nereusctl/internal/retention"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
 
@@ -159,34 +160,42 @@ func TestGCNeverRacesCompaction(t *testing.T) {
 	checkCoverageWhole(t, dir, "customers", 0)
 }
 
+// killedCompaction is a demo store whose customers-0 a compaction staged
+// NTC2 objects for and was killed (SIGKILL after its PUTs, before its
+// publish): the store, the view's prefix and the staged objects.
+func killedCompaction(t *testing.T) (string, store.Store, string, []store.ObjectInfo) {
+	t.Helper()
+	dir := compactBase(t)
+	st := fileStore(t, dir)
+	b, _, err := layout.LoadBinding(context.Background(), st, "customers", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := layout.StreamPrefix(b.StreamID) + "compacted/"
+	c, out, errb := cliProc(t, "file://"+dir, []string{"NEREUSCTL_TEST_STOP_AFTER=written"}, "compact", "customers-0", "--now", demo.CompactNow.UTC().Format(time.RFC3339))
+	waitStopped(t, c, out, errb)
+	_ = c.Process.Kill()
+	t.Logf("compaction killed: %v\n%s%s", c.Wait(), out, errb)
+	staged, err := st.List(context.Background(), prefix)
+	if err != nil || len(staged) == 0 {
+		t.Fatalf("the killed compaction staged %d objects (%v)", len(staged), err)
+	}
+	return dir, st, prefix, staged
+}
+
 // TestCompactRerunRefreshesItsObjects: a compaction killed after it staged
 // its NTC2 objects leaves them unreferenced; hours later (their mtime is
 // older than gc's default grace) a rerun produces the same content-
 // addressed objects. The rerun must restart their age: stopped between its
 // PUTs and its publish, a gc that ignores leases (the library, no lease
-// callback) with the default 1h grace must not collect them. Before, the
-// rerun's IfAbsent PUT found the old bytes and left their mtime alone.
+// callback) with the default 1h grace must not collect them, while the
+// same gc past the grace would. Before, the rerun's IfAbsent PUT found the
+// old bytes and left their mtime alone.
 func TestCompactRerunRefreshesItsObjects(t *testing.T) {
-	dir := compactBase(t)
+	dir, st, prefix, staged := killedCompaction(t)
 	url := "file://" + dir
 	compactNow := demo.CompactNow.UTC().Format(time.RFC3339)
 	ctx := context.Background()
-	st := fileStore(t, dir)
-	b, _, err := layout.LoadBinding(ctx, st, "customers", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	prefix := layout.StreamPrefix(b.StreamID) + "compacted/"
-
-	// The first run: stopped after its PUTs, then killed.
-	c, out, errb := cliProc(t, url, []string{"NEREUSCTL_TEST_STOP_AFTER=written"}, "compact", "customers-0", "--now", compactNow)
-	waitStopped(t, c, out, errb)
-	_ = c.Process.Kill()
-	t.Logf("first run killed: %v\n%s%s", c.Wait(), out, errb)
-	staged, err := st.List(ctx, prefix)
-	if err != nil || len(staged) == 0 {
-		t.Fatalf("the killed compaction staged %d objects (%v)", len(staged), err)
-	}
 	old := time.Now().Add(-3 * time.Hour)
 	for _, in := range staged {
 		if err := os.Chtimes(filepath.Join(dir, filepath.FromSlash(in.Key)), old, old); err != nil {
@@ -195,7 +204,7 @@ func TestCompactRerunRefreshesItsObjects(t *testing.T) {
 	}
 
 	// The rerun, stopped between its PUTs and its publish.
-	c, out, errb = cliProc(t, url, []string{"NEREUSCTL_TEST_STOP_AFTER=written"}, "compact", "customers-0", "--now", compactNow)
+	c, out, errb := cliProc(t, url, []string{"NEREUSCTL_TEST_STOP_AFTER=written"}, "compact", "customers-0", "--now", compactNow)
 	waitStopped(t, c, out, errb)
 	defer func() { _ = c.Process.Signal(syscall.SIGCONT) }()
 	again, err := st.List(ctx, prefix)
@@ -207,12 +216,31 @@ func TestCompactRerunRefreshesItsObjects(t *testing.T) {
 			t.Fatalf("%s: the rerun re-referenced it but its age still counts from %s (gc's grace would collect it)", in.Key, in.Modified.UTC().Format(time.RFC3339))
 		}
 	}
-	// gc without the lease, default grace: the refreshed objects stay.
-	code, gout, gerr := cli(t, url, nil, "gc", "--lease-wait", "0s", "-v")
-	_ = code // customers-0 is blocked by the rerun's lease (exit 4); checked below by the objects
+	// gc without the lease (the library, no partition callback: the
+	// rerun's lease does not stop it), default 1h grace: only the age of
+	// the refreshed objects keeps them. It does consider them: the same
+	// gc an hour and a minute later collects every one.
+	tp := layout.TopicPartition{Topic: "customers", Partition: 0}
+	rep, err := retention.GC(ctx, st, []layout.TopicPartition{tp}, retention.GCOptions{Grace: time.Hour, Now: time.Now()})
+	if err != nil || len(rep.Errors) > 0 {
+		t.Fatalf("gc: %v %v", err, rep.Errors)
+	}
 	for _, in := range staged {
 		if _, err := st.Head(ctx, in.Key); err != nil {
-			t.Fatalf("%s collected: %v\n%s%s", in.Key, err, gout, gerr)
+			t.Fatalf("%s collected by gc with the default grace: %v (its age was not restarted by the rerun)", in.Key, err)
+		}
+	}
+	later, err := retention.GC(ctx, st, []layout.TopicPartition{tp}, retention.GCOptions{Grace: time.Hour, Now: time.Now().Add(time.Hour + time.Minute), DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	would := map[string]bool{}
+	for _, it := range later.Items {
+		would[it.Key] = true
+	}
+	for _, in := range staged {
+		if !would[in.Key] {
+			t.Fatalf("gc past the grace would not collect %s: the check above proves nothing", in.Key)
 		}
 	}
 	if err := c.Process.Signal(syscall.SIGCONT); err != nil {
@@ -244,14 +272,20 @@ func holdLease(t *testing.T, st store.Store, topic string, p int32) {
 func TestHeldLeaseBlocksEveryMutatingCommand(t *testing.T) {
 	base := filepath.Join(t.TempDir(), "base")
 	demoBase("--records", "3000", "--partitions", "2")(t, base)
-	fresh := func(t *testing.T) (string, store.Store) {
+	unheld := func(t *testing.T) (string, store.Store) {
 		dir := filepath.Join(t.TempDir(), "store")
 		if err := os.CopyFS(dir, os.DirFS(base)); err != nil {
 			t.Fatal(err)
 		}
-		st := fileStore(t, dir)
+		return dir, fileStore(t, dir)
+	}
+	hold := func(t *testing.T, st store.Store) {
 		holdLease(t, st, "orders", 0)
 		holdLease(t, st, "customers", 0)
+	}
+	fresh := func(t *testing.T) (string, store.Store) {
+		dir, st := unheld(t)
+		hold(t, st)
 		return dir, st
 	}
 	blocked := func(t *testing.T, code int, out, errb, name string) {
@@ -379,12 +413,15 @@ func TestHeldLeaseBlocksEveryMutatingCommand(t *testing.T) {
 		}
 	})
 	t.Run("repair", func(t *testing.T) {
-		dir, st := fresh(t)
+		// Quarantined first (verify quarantines under the partition's
+		// lease), then the leases are taken.
+		dir, st := unheld(t)
 		replica := dir + ".replica"
 		quarantineMember(t, dir, replica, "customers", 0)
 		// (quarantineMember copied the store first; a second member of
 		// another partition is damaged in the same copy.)
 		damage(t, dir, "customers", 1)
+		hold(t, st)
 		code, out, errb := cli(t, "file://"+dir, nil, append([]string{"repair", "--all-from", "file://" + replica}, wait...)...)
 		blocked(t, code, out, errb, "customers-0")
 		for p, want := range map[int32]string{0: layout.CoverageQuarantined, 1: layout.CoverageActive} {
@@ -393,6 +430,66 @@ func TestHeldLeaseBlocksEveryMutatingCommand(t *testing.T) {
 				t.Fatalf("customers-%d coverage %s (%v), want %s\n%s%s", p, b.Coverage.State, err, want, out, errb)
 			}
 		}
+	})
+	t.Run("verify", func(t *testing.T) {
+		dir, st := fresh(t)
+		// A damaged member in the held customers-0 and the free
+		// customers-1: only the free one is quarantined.
+		for _, p := range []int32{0, 1} {
+			b, _, err := layout.LoadBinding(ctx, st, "customers", p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs, err := st.List(ctx, layout.StreamPrefix(b.StreamID)+"compacted/")
+			if err != nil || len(objs) == 0 {
+				t.Fatalf("customers-%d: %d compacted objects, %v", p, len(objs), err)
+			}
+			data, err := st.Get(ctx, objs[0].Key, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data[len(data)/2] ^= 0xff
+			if _, err := st.Put(ctx, objs[0].Key, data, store.None()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		code, out, errb := cli(t, "file://"+dir, nil, append([]string{"verify", "customers-0", "customers-1"}, wait...)...)
+		if code != 3 && code != 4 {
+			t.Fatalf("verify: exit %d, want 3 or 4\n%s%s", code, out, errb)
+		}
+		if !strings.Contains(out+errb, "held by other-job@elsewhere") {
+			t.Fatalf("verify does not name the held customers-0:\n%s%s", out, errb)
+		}
+		for p, want := range map[int32]string{0: layout.CoverageActive, 1: layout.CoverageQuarantined} {
+			b, _, err := layout.LoadBinding(ctx, st, "customers", p)
+			if err != nil || b.Coverage.State != want {
+				t.Fatalf("customers-%d coverage %s (%v), want %s\n%s%s", p, b.Coverage.State, err, want, out, errb)
+			}
+		}
+		// Checking a held partition writes nothing, so needs no lease.
+		if code, out, errb := cli(t, "file://"+dir, nil, "verify", "orders-0", "--lease-wait", "0s"); code != 0 {
+			t.Fatalf("verify of the clean, held orders-0: exit %d\n%s%s", code, out, errb)
+		}
+	})
+	t.Run("config-set", func(t *testing.T) {
+		dir, st := fresh(t)
+		code, out, errb := cli(t, "file://"+dir, nil, append([]string{"config", "set", "orders", "retention.ms=86400000"}, wait...)...)
+		blocked(t, code, out, errb, "orders-0")
+		for p, want := range map[int32]int64{0: layout.DefaultTopicConfig().RetentionMs, 1: 86400000} {
+			b, _, err := layout.LoadBinding(ctx, st, "orders", p)
+			if err != nil || b.Config.RetentionMs != want {
+				t.Fatalf("orders-%d retention.ms %d (%v), want %d\n%s%s", p, b.Config.RetentionMs, err, want, out, errb)
+			}
+		}
+	})
+	t.Run("store-upgrade", func(t *testing.T) {
+		dir, st := fresh(t)
+		code, out, errb := cli(t, "file://"+dir, nil, append([]string{"store", "upgrade"}, wait...)...)
+		blocked(t, code, out, errb, "orders-0")
+		if !strings.Contains(out, "2 partitions blocked") {
+			t.Fatalf("store upgrade does not report the two held partitions:\n%s%s", out, errb)
+		}
+		_ = st
 	})
 	t.Run("import", func(t *testing.T) {
 		dir, st := fresh(t)
@@ -651,4 +748,56 @@ func TestParallelOrderAndIsolation(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestPausedGCDeletesNothingPastItsLease: a compaction killed after it
+// staged its NTC2 objects leaves them unreferenced, and `gc --grace 0s`
+// decides to delete them; stopped (SIGSTOP) between that decision and its
+// deletes, past its 1s lease, it loses the partition to a compaction that
+// takes the expired lease over, re-PUTs the same content-addressed
+// objects and publishes them as the ACTIVE coverage. Continued (SIGCONT),
+// gc must prove its lease before each delete and find it gone: nothing the
+// coverage references is deleted and `verify --deep` is clean. Before the
+// fence, gc deleted the published coverage's objects on its stale
+// decision.
+func TestPausedGCDeletesNothingPastItsLease(t *testing.T) {
+	// A compaction killed after its PUTs: its objects are unreferenced.
+	dir, st, prefix, staged := killedCompaction(t)
+	url := "file://" + dir
+	compactNow := demo.CompactNow.UTC().Format(time.RFC3339)
+	ctx := context.Background()
+
+	// gc decides they are garbage, and stops before deleting them.
+	gc, gout, gerr := cliProc(t, url, []string{"NEREUSCTL_TEST_STOP_AFTER=decided:customers-0"}, "gc", "--grace", "0s", "--lease-ttl", "1s", "--parallel", "1", "-v")
+	waitStopped(t, gc, gout, gerr)
+	defer func() { _ = gc.Process.Signal(syscall.SIGCONT) }()
+	for _, in := range staged {
+		if _, err := st.Head(ctx, in.Key); err != nil {
+			t.Fatalf("gc deleted %s before its stop: %v", in.Key, err)
+		}
+	}
+
+	// The compaction reruns: it waits out gc's lease (its holder is alive,
+	// stopped), takes it over and publishes the same objects.
+	code, cout, cerr := cli(t, url, nil, "compact", "customers-0", "--now", compactNow, "--lease-wait", "60s")
+	if code != 0 {
+		t.Fatalf("compact while gc is stopped: exit %d\n%s%s", code, cout, cerr)
+	}
+	checkCoverageWhole(t, dir, "customers", 0)
+
+	// gc goes on: its lease is gone, it deletes nothing of customers-0.
+	if err := gc.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	gcode := exitOf(t, gc.Wait())
+	if gcode != 4 {
+		t.Fatalf("gc continued past its lease: exit %d, want 4 (customers-0's lease not renewed in time)\n%s%s", gcode, gout, gerr)
+	}
+	if !strings.Contains(gout.String()+gerr.String(), "not renewed in time") {
+		t.Fatalf("gc does not say its lease ran out:\n%s%s", gout, gerr)
+	}
+	if strings.Contains(gout.String(), "deleted "+prefix) {
+		t.Fatalf("gc deleted objects of customers-0's view after its lease ran out:\n%s", gout)
+	}
+	checkCoverageWhole(t, dir, "customers", 0)
 }

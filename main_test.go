@@ -22,7 +22,7 @@ var update = flag.Bool("update", false, "rewrite testscript golden output (cmp) 
 func TestMain(m *testing.M) {
 	// The crash harness re-executes this test binary as nereusctl.
 	if os.Getenv("NEREUSCTL_TEST_AS_CLI") == "1" {
-		os.Exit(cmd.Execute(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+		os.Exit(run()) // as main does: SIGINT and SIGTERM cancel the run
 	}
 	// RunMain exits when the tests end (it never returns), so the S3 test
 	// servers are stopped inside m's Run. SeaweedFS, slow to start, starts

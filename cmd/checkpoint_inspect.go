@@ -3,13 +3,13 @@ package cmd
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/localfile"
 	"github.com/nereusctl/nereusctl/internal/nkc1"
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/store"
@@ -193,16 +193,9 @@ func cmpErr(a, b error) error {
 	return b
 }
 
-// readCappedFile reads a local file of at most max bytes.
+// readCappedFile reads a local input file of at most max bytes; a FIFO,
+// socket, device or folder is refused without blocking
+// (localfile.ReadInput).
 func readCappedFile(path string, max int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := store.ReadAllCapped(f, max)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return b, nil
+	return localfile.ReadInput(path, max)
 }

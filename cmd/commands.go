@@ -23,5 +23,6 @@ func addCommands(root *cobra.Command, g *globals) {
 		newVerifyCmd(g),
 		newQuarantineCmd(g),
 		newRepairCmd(g),
+		newLeaseCmd(g),
 	)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/fleet"
 	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/lease"
 )
 
 type compactOptions struct {
@@ -131,7 +132,9 @@ func runCompact(cmd *cobra.Command, g *globals, o *compactOptions, args []string
 			if err != nil {
 				return err
 			}
-			r, err = compaction.Compact(ctx, st, b, co)
+			fenced := co
+			fenced.Fence = lease.Fence // every publish proves the lease
+			r, err = compaction.Compact(ctx, st, b, fenced)
 			return err
 		})
 		return outcome{r: r, err: err}, nil

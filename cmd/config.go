@@ -94,11 +94,14 @@ Each binding is replaced with a CAS (If-Match on its ETag) and its
 config_source becomes config-set. When the binding changed meanwhile (a
 trim or checkpoint landed), it is re-read and the change applied once more;
 a second lost precondition exits 4 (rerun: setting the same values again is
-a no-op). TOPIC alone changes every bound partition of the topic. --dry-run
-prints the change and writes nothing.
+a no-op). Each binding is written holding its partition's lease (none in a
+dry run): a partition another job holds past --lease-wait is exit 4, naming
+the holder, and the topic's other partitions are still changed. TOPIC alone
+changes every bound partition of the topic. --dry-run prints the change and
+writes nothing.
 
 A shorter retention.ms or retention.bytes takes effect at the next
-'retention run': run it with --dry-run first.` + exitStatusHelp("1 no partition of that name or topic is bound", "2 an unknown key or a value outside Kafka's type or range (nothing changed)", "4 the binding kept changing under the write"),
+'retention run': run it with --dry-run first.` + exitStatusHelp("1 no partition of that name or topic is bound", "2 an unknown key or a value outside Kafka's type or range (nothing changed)", "4 the binding kept changing under the write, or the partition's lease is held by another job past --lease-wait"),
 		Example: `  nereusctl config set orders retention.ms=604800000 --dry-run
   nereusctl config set orders retention.ms=604800000
   nereusctl config set __consumer_offsets-3 min.compaction.lag.ms=0 -o json`,
@@ -124,7 +127,18 @@ A shorter retention.ms or retention.bytes takes effect at the next
 			out := make([]*retention.ConfigChange, 0, len(tps))
 			var failed error
 			for _, tp := range tps {
-				c, err := retention.SetConfig(ctx, st, tp, kvs, o.dryRun)
+				var c *retention.ConfigChange
+				var err error
+				if o.dryRun {
+					c, err = retention.SetConfig(ctx, st, tp, kvs, true)
+				} else {
+					// The binding is written holding the partition's
+					// lease, as every command that changes a partition.
+					err = g.withPartition(ctx, st, tp, func(ctx context.Context) error {
+						c, err = retention.SetConfig(ctx, st, tp, kvs, false)
+						return err
+					})
+				}
 				if err != nil {
 					if ctx.Err() != nil {
 						return err

@@ -1,6 +1,9 @@
 package cmd
 
-import "github.com/nereusctl/nereusctl/internal/retention"
+import (
+	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/retention"
+)
 
 // CrashHooks, when set, supplies the hooks of the durable trim sequence
 // (trim, delete-records, retention run). It is a test-only seam: the crash
@@ -15,6 +18,18 @@ var CrashHooks func() retention.Hooks
 // "every view object PUT and verified, nothing published yet"). The
 // released binary never sets it.
 var CompactHooks func() func(step string) error
+
+// GCHooks is the same test-only seam for gc: the function it returns is
+// called once a partition's garbage is decided, before it is deleted
+// (retention.GCOptions.Decided). The released binary never sets it.
+var GCHooks func() func(tp layout.TopicPartition)
+
+func gcHooks() func(tp layout.TopicPartition) {
+	if GCHooks == nil {
+		return nil
+	}
+	return GCHooks()
+}
 
 func crashHooks() retention.Hooks {
 	if CrashHooks == nil {

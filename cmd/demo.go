@@ -45,9 +45,12 @@ func (o *demoOptions) validate() error {
 	if o.Checkpoints < 0 || o.Checkpoints > 100 {
 		return exitcode.UsageErr(fmt.Errorf("--checkpoints %d: want 0..100", o.Checkpoints))
 	}
-	for _, t := range o.Topics {
+	for i, t := range o.Topics {
 		if !slices.Contains(demoTopics, t) {
 			return exitcode.UsageErr(fmt.Errorf("--topics: no demo topic %q: want some of %s", t, strings.Join(demoTopics, ", ")))
+		}
+		if slices.Contains(o.Topics[:i], t) {
+			return exitcode.UsageErr(fmt.Errorf("--topics: %q is named twice (nothing was written)", t))
 		}
 	}
 	return nil
@@ -66,7 +69,11 @@ TransactionLog records, several leader epochs, rolled and sealed segments,
 batches in all four codecs, and periodic NKC1 checkpoints.
 
 The result is deterministic for --seed. A store that already holds this demo
-is left alone and only toured. The tour then runs status, checkpoint verify,
+is left alone and only toured. The options are recorded in the store first
+(tasks/demo/seed-N.json) and the demo marked finished last: an interrupted
+demo, rerun, resumes with the options it was started with and ends exactly
+as an uninterrupted one (what it wrote already is checked, not written
+again). The tour then runs status, checkpoint verify,
 replay --compare and trim --dry-run on what was written.` + exitStatusHelp(),
 		Example: `  nereusctl demo
   nereusctl --store file:///tmp/big demo --records 1000000 --no-tour`,
@@ -97,6 +104,9 @@ func runDemo(cmd *cobra.Command, g *globals, o *demoOptions) error {
 	opts.Parallel = g.parallel()
 	sum, err := demo.Run(ctx, st, opts)
 	prog.done()
+	if errors.Is(err, demo.ErrDuplicateTopic) {
+		return exitcode.UsageErr(err)
+	}
 	if errors.Is(err, demo.ErrOtherData) {
 		return exitcode.Wrap(exitcode.Error, err, "run the demo against an empty store, e.g. --store file:///tmp/nereus-demo")
 	}
@@ -119,6 +129,10 @@ func runDemo(cmd *cobra.Command, g *globals, o *demoOptions) error {
 		}
 		fmt.Fprintln(g.stdout)
 	} else {
+		if sum.Resumed {
+			fmt.Fprintf(g.stdout, "Resumed the interrupted demo in %s (seed %d) with the options it was started with: --records %d --partitions %d --checkpoints %d --batch-records %d%s.\n",
+				st, sum.Seed, sum.Options.Records, sum.Options.Partitions, sum.Options.Checkpoints, sum.Options.BatchRecords, topicsText(sum.Options.Topics))
+		}
 		fmt.Fprintf(g.stdout, "Wrote the demo cluster into %s in %s: %d partitions, %d records, %d bytes of batches.\n\n",
 			st, elapsed.Round(time.Millisecond), len(sum.Partitions), sum.Records, sum.Bytes)
 		rows := make([][]string, 0, len(sum.Partitions))
@@ -133,6 +147,13 @@ func runDemo(cmd *cobra.Command, g *globals, o *demoOptions) error {
 		return nil
 	}
 	return runTour(cmd, g, sum)
+}
+
+func topicsText(ts []string) string {
+	if len(ts) == 0 {
+		return ""
+	}
+	return " --topics " + strings.Join(ts, ",")
 }
 
 // demoJSON is the -o json output of demo.

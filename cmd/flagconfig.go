@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
+	"github.com/nereusctl/nereusctl/internal/localfile"
 )
 
 // The configuration is strict (docs/configuration.md, "Strict input"): a
@@ -37,26 +39,30 @@ func settingNames(fs *pflag.FlagSet) []string {
 	return names
 }
 
-// checkConfigFile reads the config file on its own and refuses an unknown
-// key or a value of the wrong type, naming the file and the key. It
-// returns the keys the file sets.
-func checkConfigFile(fs *pflag.FlagSet, path string) (map[string]bool, error) {
-	data, err := os.ReadFile(path)
+// maxConfigBytes caps the config file.
+const maxConfigBytes = 1 << 20
+
+// checkConfigFile reads the config file on its own (never blocking on a
+// FIFO: localfile.ReadInput) and refuses an unknown key or a value of the
+// wrong type, naming the file and the key. It returns the keys the file
+// sets and the bytes read, which the configuration is then taken from (the
+// file is read once).
+func checkConfigFile(fs *pflag.FlagSet, path string) (map[string]bool, []byte, error) {
+	data, err := localfile.ReadInput(path, maxConfigBytes)
 	if err != nil {
-		return nil, exitcode.Wrap(exitcode.Usage, fmt.Errorf("read config file: %w", err), "check --config and NEREUSCTL_CONFIG")
+		return nil, nil, exitcode.Wrap(exitcode.Usage, fmt.Errorf("read config file: %w", err), "check --config and NEREUSCTL_CONFIG")
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("config file %s: not valid YAML: %w", path, err)
+		return nil, nil, fmt.Errorf("config file %s: not valid YAML: %w", path, err)
 	}
 	if len(doc.Content) > 0 && doc.Content[0].Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("config file %s: want a mapping of settings (key: value lines), got %s", path, nodeKind(doc.Content[0]))
+		return nil, nil, fmt.Errorf("config file %s: want a mapping of settings (key: value lines), got %s", path, nodeKind(doc.Content[0]))
 	}
 	fv := viper.New()
-	fv.SetConfigFile(path)
 	fv.SetConfigType("yaml")
-	if err := fv.ReadInConfig(); err != nil {
-		return nil, fmt.Errorf("config file %s: %w", path, err)
+	if err := fv.ReadConfig(bytes.NewReader(data)); err != nil {
+		return nil, nil, fmt.Errorf("config file %s: %w", path, err)
 	}
 	keys := map[string]bool{}
 	names := settingNames(fs)
@@ -69,14 +75,14 @@ func checkConfigFile(fs *pflag.FlagSet, path string) (map[string]bool, error) {
 			if s := closest(k, names); s != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", s)
 			}
-			return nil, fmt.Errorf("%s; known keys: %s", msg, strings.Join(names, ", "))
+			return nil, nil, fmt.Errorf("%s; known keys: %s", msg, strings.Join(names, ", "))
 		}
 		if err := checkFileValue(fl.Value.Type(), fv.Get(k)); err != nil {
-			return nil, fmt.Errorf("config file %s: key %q: %w", path, k, err)
+			return nil, nil, fmt.Errorf("config file %s: key %q: %w", path, k, err)
 		}
 		keys[k] = true
 	}
-	return keys, nil
+	return keys, data, nil
 }
 
 func nodeKind(n *yaml.Node) string {
@@ -275,6 +281,7 @@ func decodeConfig(v *viper.Viper, fs *pflag.FlagSet, cfgFile string, fileKeys ma
 	c.MaxRequestsPerSecond = number("max-requests-per-second")
 	c.Parallel = integer("parallel")
 	c.LeaseWait = duration("lease-wait")
+	c.LeaseTTL = duration("lease-ttl")
 	c.Stats = boolean("stats")
 	c.Quiet = boolean("quiet")
 	c.NoProgress = boolean("no-progress")

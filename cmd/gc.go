@@ -10,6 +10,7 @@ import (
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/lease"
 	"github.com/nereusctl/nereusctl/internal/retention"
 )
 
@@ -87,6 +88,10 @@ The exit status is the worst over the partitions.` + exitStatusHelp("3 when a pa
 				Partition: func(ctx context.Context, tp layout.TopicPartition, fn func(ctx context.Context) error) error {
 					return g.withPartition(ctx, st, tp, fn)
 				},
+				// Each delete proves that lease first: a gc paused past it
+				// between its decision and its deletes deletes nothing.
+				Fence:   lease.Fence,
+				Decided: gcHooks(),
 			})
 			prog.done()
 			if err != nil {

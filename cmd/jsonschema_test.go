@@ -215,6 +215,8 @@ func jsonCases(offsets, garbage, fixture string) []jsonCase {
 		{"store probe", "store probe", "store-probe", "demo", nil, 0, false},
 		{"store upgrade --dry-run", "store upgrade", "store-upgrade", "demo", []string{"--dry-run"}, 0, false},
 		{"version", "version", "version", "empty", nil, 0, false},
+		{"lease list", "lease list", "lease-list", "demo", nil, 0, false},
+		{"lease break, none held", "lease break", "lease-break", "demo", []string{"orders-0"}, 0, false},
 		{"error: unknown partition", "replay", "error", "demo", []string{"nosuch-0"}, 1, false},
 		{"error: no bindings", "status", "error", "empty", nil, 1, false},
 		{"error: usage", "status", "error", "demo", []string{"--bogus"}, 2, false},

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
+	"github.com/nereusctl/nereusctl/internal/errkind"
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/lease"
@@ -14,21 +14,21 @@ import (
 	"github.com/nereusctl/nereusctl/internal/store"
 )
 
-// leaseOptions are how this run takes partition leases: one holder id for
-// the whole process run, --lease-wait, and the run's logger.
-func (g *globals) leaseOptions() lease.Options {
-	// Partitions run --parallel at once: the holder id is made once.
-	holderMu.Lock()
-	if g.holder == "" {
-		g.holder = lease.Holder()
-	}
-	h := g.holder
-	holderMu.Unlock()
-	return lease.Options{Holder: h, Wait: g.cfg.LeaseWait, Log: g.log}
-}
+// The bounds of --lease-ttl: a lease shorter than a second cannot be
+// renewed over a slow store; one longer than an hour blocks a partition
+// for that long when its holder dies on another host.
+const (
+	minLeaseTTL = time.Second
+	maxLeaseTTL = time.Hour
+)
 
-// holderMu guards globals.holder, made on first use.
-var holderMu sync.Mutex
+// leaseOptions are how this run takes partition leases: --lease-ttl,
+// --lease-wait and the run's logger. No holder id: each acquisition makes
+// one of its own (lease.With), so two partitions of one run, or two
+// goroutines on one partition, are distinct holders.
+func (g *globals) leaseOptions() lease.Options {
+	return lease.Options{TTL: g.cfg.LeaseTTL, Wait: g.cfg.LeaseWait, Log: g.log}
+}
 
 // withPartition runs fn holding tp's partition lease (docs/design.md,
 // "Leases"). A lease another job keeps past --lease-wait is exit 4 naming
@@ -45,6 +45,13 @@ func leaseErr(tp layout.TopicPartition, err error) error {
 		return exitcode.BlockedErr(fmt.Errorf("%s: %w", tp, he),
 			fmt.Sprintf("another job is changing %s; wait for it (its lease expires at %s unless renewed), or rerun with a longer --lease-wait",
 				tp, he.Until.UTC().Format(time.RFC3339)))
+	case errors.Is(err, layout.ErrCorruptDocument) && errkind.HintOf(err) != "":
+		// The partition's lease document does not decode (its hint names
+		// 'lease break'): corruption, exit 3.
+		return exitcode.Wrap(exitcode.Verify, fmt.Errorf("%s: %w", tp, err), errkind.HintOf(err))
+	case errors.Is(err, lease.ErrExpired):
+		return exitcode.BlockedErr(fmt.Errorf("%s: %w", tp, err),
+			"this run could not renew the partition's lease in time (a slow or stalled store, or the process was paused), so it stopped before the lease could expire; rerun: every step is idempotent")
 	case errors.Is(err, lease.ErrLost):
 		return exitcode.BlockedErr(fmt.Errorf("%s: %w", tp, err),
 			"another job took this partition's lease over (this run could not renew it in time); rerun: every step is idempotent")
@@ -61,6 +68,7 @@ func (g *globals) trimLeased(ctx context.Context, st store.Store, req retention.
 		return retention.RunPartition(ctx, st, req)
 	}
 	var r *retention.Result
+	req.Hooks.Fence = lease.Fence // each write of the sequence proves the lease
 	err := g.withPartition(ctx, st, req.TP, func(ctx context.Context) error {
 		r = retention.RunPartition(ctx, st, req)
 		return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/fleet"
 	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/lease"
 	"github.com/nereusctl/nereusctl/internal/repair"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
@@ -129,7 +130,9 @@ func runRepair(cmd *cobra.Command, g *globals, o *repairOptions, args []string) 
 			if err != nil {
 				return err
 			}
-			r, err = repair.Repair(ctx, st, b, ro)
+			fenced := ro
+			fenced.Fence = lease.Fence // every write proves the lease
+			r, err = repair.Repair(ctx, st, b, fenced)
 			return err
 		})
 	}
@@ -218,7 +221,11 @@ func runRepairAllFrom(ctx context.Context, g *globals, st, replica store.Store, 
 		var rs []*repair.Result
 		run := func(ctx context.Context) error {
 			var err error
-			rs, err = repair.AllFromPartition(ctx, st, replica, tp, dryRun, nowMs)
+			ro := repair.Options{DryRun: dryRun, NowMs: nowMs}
+			if !dryRun {
+				ro.Fence = lease.Fence // under the partition's lease
+			}
+			rs, err = repair.AllFromPartition(ctx, st, replica, tp, ro)
 			return err
 		}
 		var err error

@@ -12,7 +12,6 @@ import (
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/layout"
-	"github.com/nereusctl/nereusctl/internal/lease"
 	"github.com/nereusctl/nereusctl/internal/localfile"
 	"github.com/nereusctl/nereusctl/internal/retention"
 )
@@ -37,7 +36,6 @@ type retentionRunOptions struct {
 	now          string
 	clock        clockFlags
 	progressFile string
-	leaseTTL     time.Duration
 	resumeWithin time.Duration
 	progressIntv time.Duration
 }
@@ -109,7 +107,6 @@ partitions done so far are recorded and printed, and the exit status is
 	c.Flags().StringVar(&o.now, "now", "", "the time retention.ms and producer expiration are measured against (RFC3339; default: now)")
 	o.clock.add(c, false)
 	c.Flags().StringVar(&o.progressFile, "progress-file", "", "local progress file (default: under $XDG_STATE_HOME/nereusctl, one per store)")
-	c.Flags().DurationVar(&o.leaseTTL, "lease-ttl", lease.DefaultTTL, "how long each partition lease lasts between renewals (renewed every third of it)")
 	c.Flags().DurationVar(&o.progressIntv, "progress-interval", retention.DefaultFlushEvery, "write finished partitions to the store progress at most this often (0s: after every partition)")
 	c.Flags().DurationVar(&o.resumeWithin, "resume-within", retention.DefaultResumeWithin, "resume an interrupted run only if its progress was written less than this long ago")
 	return c
@@ -124,9 +121,6 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 	clock, err := o.clock.clockAt(now)
 	if err != nil {
 		return err
-	}
-	if o.leaseTTL < time.Second {
-		return exitcode.UsageErr(fmt.Errorf("--lease-ttl %s: want at least 1s", o.leaseTTL))
 	}
 	if o.progressIntv < 0 {
 		return exitcode.UsageErr(fmt.Errorf("--progress-interval %s: want 0s or more", o.progressIntv))
@@ -163,7 +157,6 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 		progress = retention.DefaultProgressFile(storeID)
 	}
 	lo := g.leaseOptions()
-	lo.TTL = o.leaseTTL
 	opts := retention.JobOptions{
 		Partitions: tps, Selection: selection, Now: now, NowExplicit: nowExplicit, DryRun: o.dryRun,
 		ProducerIDExpirationMs: clock.ExpirationMs,

@@ -3,6 +3,7 @@ package cmd
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 
 	"regexp"
@@ -12,6 +13,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/demo"
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/retention"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
 
@@ -120,4 +122,83 @@ func TestFullTrimPromptsOnTerminal(t *testing.T) {
 		t.Fatalf("retention run output %q", out)
 	}
 
+}
+
+// cancelAfterHeadTrim cancels the run's context once orders-0's head CAS
+// moved its trim (step 2 of the sequence, before the binding step), as a
+// SIGINT there would.
+type cancelAfterHeadTrim struct {
+	store.Store
+	head   string
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfterHeadTrim) Put(ctx context.Context, key string, data []byte, g store.Guard) (store.ObjectInfo, error) {
+	info, err := c.Store.Put(ctx, key, data, g)
+	if err == nil && key == c.head && !bytes.Contains(data, []byte(`"trim": 0,`)) {
+		c.cancel()
+	}
+	return info, err
+}
+
+// TestRetentionRunInterruptedAfterTheHeadCAS: interrupted between a
+// trim's head CAS and its binding step, the run reports that partition
+// trimmed with its garbage (the trim is durable), and the resumed run
+// finishes its binding and reports it trimmed again with the same
+// garbage, never "unchanged". Before, the summary said 0 trimmed and the
+// resumed run called it unchanged: the garbage was counted nowhere.
+func TestRetentionRunInterruptedAfterTheHeadCAS(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mem := demoMem(t)
+	b, _, err := layout.LoadBinding(ctx, mem, "orders", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &cancelAfterHeadTrim{Store: mem, head: layout.HeadKey(b.StreamID), cancel: cancel}
+	args := []string{"retention", "run", "orders-0", "orders-1", "--yes", "--now", "2027-06-01T00:00:00Z", "--parallel", "1", "-o", "json"}
+	run := func(ctx context.Context, st store.Store) (retentionDoc, error) {
+		out, errb, err := runWithStore(ctx, t, st, args...)
+		var doc retentionDoc
+		if jerr := json.Unmarshal([]byte(out), &doc); jerr != nil {
+			t.Fatalf("output: %v\n%s%s", jerr, out, errb)
+		}
+		return doc, err
+	}
+	doc, err := run(ctx, st)
+	if code := exitcode.Of(err); code != exitcode.Interrupted {
+		t.Fatalf("exit %d (%v), want 130", code, err)
+	}
+	if doc.Trimmed != 1 || doc.GarbageBytes <= 0 || len(doc.Partitions) != 1 || doc.Partitions[0].Partition != 0 || doc.Partitions[0].NewLogStart <= doc.Partitions[0].CurrentLogStart {
+		t.Fatalf("interrupted after the head CAS: %+v, want orders-0 trimmed with its garbage", doc)
+	}
+	garbage := doc.GarbageBytes
+	if nb, _, _ := layout.LoadBinding(context.Background(), mem, "orders", 0); nb.ObservedLogStart != 0 {
+		t.Fatalf("the binding step ran: observed_log_start %d", nb.ObservedLogStart)
+	}
+
+	doc, err = run(context.Background(), mem)
+	if err != nil {
+		t.Fatalf("resumed run: %v", err)
+	}
+	var orders0 *retention.Result
+	for _, p := range doc.Partitions {
+		if p.Topic == "orders" && p.Partition == 0 {
+			orders0 = p
+		}
+	}
+	if orders0 == nil || !orders0.Trimmed() || orders0.Plan == nil || orders0.Plan.GarbageSize != garbage || doc.Trimmed != 2 || doc.Unchanged != 0 {
+		t.Fatalf("resumed run: %+v, orders-0 %+v (plan %+v), want it trimmed with garbage %d: the interrupted trim is not accounted", doc.JobSummary, orders0, orders0.Plan, garbage)
+	}
+	nb, _, err := layout.LoadBinding(context.Background(), mem, "orders", 0)
+	if err != nil || nb.ObservedLogStart != orders0.NewLogStart {
+		t.Fatalf("resumed run left the binding at %d, want %d (%v)", nb.ObservedLogStart, orders0.NewLogStart, err)
+	}
+}
+
+// retentionDoc is the part of retention run's JSON document the tests
+// read.
+type retentionDoc struct {
+	retention.JobSummary `json:"summary"`
+	Partitions           []*retention.Result `json:"partitions"`
 }

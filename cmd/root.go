@@ -4,6 +4,7 @@
 package cmd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -46,6 +47,7 @@ type Config struct {
 	MaxRequestsPerSecond float64       `mapstructure:"max-requests-per-second"`
 	Parallel             int           `mapstructure:"parallel"`
 	LeaseWait            time.Duration `mapstructure:"lease-wait"`
+	LeaseTTL             time.Duration `mapstructure:"lease-ttl"`
 	Stats                bool          `mapstructure:"stats"`
 	Quiet                bool          `mapstructure:"quiet"`
 	NoProgress           bool          `mapstructure:"no-progress"`
@@ -91,8 +93,6 @@ type globals struct {
 	resolved bool
 	// createStore lets the store be created (a missing file:// root).
 	createStore bool
-	// holder is this run's lease holder id (lease.Holder), made once.
-	holder string
 	// deadline is the --timeout context of the command (nil without one)
 	// and cancelDeadline its cancel.
 	deadline       context.Context
@@ -403,6 +403,7 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 	f.Bool("s3-allow-http", false, "allow a plain http:// S3 endpoint that is not on loopback")
 	f.Float64("max-requests-per-second", 0, "limit store requests per second, retries included: on s3:// every HTTP request (0: unlimited; else at least 0.01)")
 	f.Int("parallel", 0, fmt.Sprintf("partitions worked on at once by commands over many partitions (0: the store's default, %d on s3://, %d on file://; at most %d)", fleet.DefaultS3, fleet.DefaultFile, fleet.Max))
+	f.Duration("lease-ttl", lease.DefaultTTL, fmt.Sprintf("how long each partition lease lasts between renewals (renewed every third of it; the work under it stops a quarter of it before its expiry unless a renewal was confirmed); %s to %s", minLeaseTTL, maxLeaseTTL))
 	f.Duration("lease-wait", lease.DefaultWait, "how long a command waits for a partition another job holds (its partition lease) before it reports that partition blocked (exit 4); 0s: not at all")
 	f.Bool("stats", false, "print the store request counts to stderr at the end: store calls by verb, retries, and on s3:// the HTTP requests by method and the bytes sent and received (-o json: one JSON line)")
 	f.BoolP("quiet", "q", false, "print no progress and no tour; errors still go to stderr")
@@ -466,7 +467,7 @@ func (g *globals) resolve(cmd *cobra.Command) error {
 	fileKeys := map[string]bool{}
 	if cfgFile != "" {
 		if _, err := os.Stat(cfgFile); err == nil || explicit {
-			keys, err := checkConfigFile(cmd.Root().PersistentFlags(), cfgFile)
+			keys, data, err := checkConfigFile(cmd.Root().PersistentFlags(), cfgFile)
 			if err != nil {
 				if exitcode.HintOf(err) != "" {
 					return err
@@ -474,9 +475,8 @@ func (g *globals) resolve(cmd *cobra.Command) error {
 				return exitcode.Wrap(exitcode.Usage, err, "the config file's keys are the global flags' long names without the leading -- (docs/configuration.md)")
 			}
 			fileKeys = keys
-			v.SetConfigFile(cfgFile)
 			v.SetConfigType("yaml")
-			if err := v.ReadInConfig(); err != nil {
+			if err := v.ReadConfig(bytes.NewReader(data)); err != nil {
 				return exitcode.UsageErr(fmt.Errorf("read config file %s: %w", cfgFile, err))
 			}
 		}
@@ -503,6 +503,9 @@ func (g *globals) resolve(cmd *cobra.Command) error {
 	}
 	if g.cfg.Parallel < 0 || g.cfg.Parallel > fleet.Max {
 		return exitcode.UsageErr(fmt.Errorf("--parallel %d: want 0 (the store's default) to %d", g.cfg.Parallel, fleet.Max))
+	}
+	if g.cfg.LeaseTTL < minLeaseTTL || g.cfg.LeaseTTL > maxLeaseTTL {
+		return exitcode.UsageErr(fmt.Errorf("--lease-ttl %s: want %s to %s", g.cfg.LeaseTTL, minLeaseTTL, maxLeaseTTL))
 	}
 	if g.cfg.LeaseWait < 0 {
 		return exitcode.UsageErr(fmt.Errorf("--lease-wait %s: want 0s or more", g.cfg.LeaseWait))

@@ -1,6 +1,7 @@
 package cmd
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nereusctl/nereusctl/internal/errkind"
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
@@ -190,11 +192,14 @@ reported and never rewritten. Each rewrite is a Put If-Match on the ETag of
 the bytes checked, so a document changed meanwhile is reported, not
 overwritten. Documents that already carry a digest are skipped: a rerun is a
 no-op. Generation manifests are immutable and referenced by the SHA-256 of
-their bytes: those without a digest are checked and kept as they are.
+their bytes: those without a digest are checked and kept as they are. Each
+binding is upgraded with its stream's head and manifests holding the
+partition's lease (none in a dry run); a partition another job holds past
+--lease-wait is reported blocked and left for a rerun.
 Upgrade every nereusctl that writes to the store first: an older one writes
 documents back without a digest.` + exitStatusHelp(
 			"3 when a document is malformed or invalid (it is not rewritten)",
-			"4 when a document changed meanwhile (rerun)"),
+			"4 when a document changed meanwhile, or a partition's lease is held by another job (rerun)"),
 		Example: `  nereusctl store upgrade --dry-run
   nereusctl store upgrade -o json`,
 		Args: exactArgs(0),
@@ -204,7 +209,10 @@ documents back without a digest.` + exitStatusHelp(
 			if err != nil {
 				return err
 			}
-			rep, err := layout.Upgrade(ctx, st, dryRun)
+			rep, err := layout.UpgradeWith(ctx, st, layout.UpgradeOptions{DryRun: dryRun,
+				Partition: func(ctx context.Context, tp layout.TopicPartition, fn func(ctx context.Context) error) error {
+					return g.withPartition(ctx, st, tp, fn)
+				}})
 			if err != nil {
 				return err
 			}
@@ -227,10 +235,18 @@ documents back without a digest.` + exitStatusHelp(
 				if dryRun {
 					verb, n = "would upgrade", rep.Counts[layout.UpgradeWould]
 				}
-				fmt.Fprintf(g.stdout, "store upgrade: %s %d of %d documents; %d already current, %d legacy manifests kept, %d refused, %d changed meanwhile\n",
-					verb, n, rep.Scanned, rep.Counts[layout.UpgradeCurrent], rep.Counts[layout.UpgradeKept], rep.Counts[layout.UpgradeRefused], rep.Counts[layout.UpgradeChanged])
+				blocked := ""
+				if n := rep.Counts[layout.UpgradeBlocked]; n > 0 {
+					blocked = fmt.Sprintf(", %d partitions blocked (their leases held by another job)", n)
+				}
+				fmt.Fprintf(g.stdout, "store upgrade: %s %d of %d documents; %d already current, %d legacy manifests kept, %d refused, %d changed meanwhile%s\n",
+					verb, n, rep.Scanned, rep.Counts[layout.UpgradeCurrent], rep.Counts[layout.UpgradeKept], rep.Counts[layout.UpgradeRefused], rep.Counts[layout.UpgradeChanged], blocked)
 			}
-			return rep.Err()
+			err = rep.Err()
+			if errkind.Is(err, errkind.Blocked) {
+				return exitcode.BlockedErr(err, "another job holds the partition's lease; rerun 'nereusctl store upgrade' once it is done (every document already upgraded is skipped)")
+			}
+			return err
 		},
 	}
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "report what would be upgraded; write nothing")

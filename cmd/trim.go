@@ -214,11 +214,12 @@ func renderPlan(g *globals, r *retention.Result, dryRun bool) {
 		every = ": every record"
 	}
 	switch {
-	case !r.Trimmed() && r.Trim != nil && r.Trim.BindingMutated:
+	case r.Trim != nil && r.Trim.AlreadyDone && r.Trim.BindingMutated:
 		// The head's trim was durable and the binding lagged it: the
 		// rerun finished the interrupted sequence (and says so: "nothing
-		// to trim" alone would read as if nothing had been needed).
-		fmt.Fprintf(w, "%s: log start %d, HW %d: nothing to trim; finished the interrupted trim: the binding's log start %d -> %d\n", name, r.CurrentLogStart, r.HW, r.Trim.CurrentLogStart, r.Trim.NewLogStart)
+		// to trim" alone would read as if nothing had been needed). The
+		// result reports that trim (from the binding's log start).
+		fmt.Fprintf(w, "%s: log start %d, HW %d: nothing to trim; finished the interrupted trim: the binding's log start %d -> %d\n", name, r.NewLogStart, r.HW, r.Trim.CurrentLogStart, r.Trim.NewLogStart)
 	case !r.Trimmed():
 		fmt.Fprintf(w, "%s: log start %d, HW %d: nothing to trim\n", name, r.CurrentLogStart, r.HW)
 	default:

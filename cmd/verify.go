@@ -54,7 +54,11 @@ everything.
 A finding on ACTIVE compacted coverage writes a quarantine record
 (quarantine/<set_id>.json), CASes the coverage state to QUARANTINED and
 reports the partition's coordinator as BLOCKED: no read path falls back to
-COMMITTED data for that range until 'nereusctl repair' restores it.
+COMMITTED data for that range until 'nereusctl repair' restores it. The
+quarantine is decided and written holding the partition's lease: a
+partition is checked first writing nothing and, when its coverage would be
+quarantined, checked again under its lease (a lease another job holds past
+--lease-wait is exit 4 for it; nothing is quarantined).
 --read-only writes nothing at all (check a replica before restoring from
 it); the report names what would have been quarantined.
 
@@ -125,11 +129,31 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 	// Every partition is checked, --parallel at once, in the order named:
 	// one that cannot be read is a reported failure, never the end of the
 	// run.
-	reps, err := fleet.Map(ctx, g.parallel(), tps, func(ctx context.Context, _ int, tp layout.TopicPartition) (*verify.Report, error) {
+	// A partition is first checked writing nothing; one whose findings
+	// would quarantine its coverage is checked again holding its lease
+	// and quarantined then (a write, decided under the lease like every
+	// other): the lease is taken only where there is something to write.
+	leaseErrs := make([]error, len(tps))
+	reps, err := fleet.Map(ctx, g.parallel(), tps, func(ctx context.Context, i int, tp layout.TopicPartition) (*verify.Report, error) {
 		if !o.deep {
 			defer prog.add(1)
 		}
-		return verify.Named(ctx, st, tp, verify.Options{Deep: o.deep, Sample: sample, ReadOnly: o.readOnly, NowMs: time.Now().UnixMilli(), Progress: prog.add, Total: prog.grow}), ctx.Err()
+		vo := verify.Options{Deep: o.deep, Sample: sample, ReadOnly: true, NowMs: time.Now().UnixMilli(), Progress: prog.add, Total: prog.grow}
+		r := verify.Named(ctx, st, tp, vo)
+		if o.readOnly || !r.WouldQuarantine || ctx.Err() != nil {
+			return r, ctx.Err()
+		}
+		vo.ReadOnly, vo.Progress, vo.Total = false, nil, nil
+		var again *verify.Report
+		if err := g.withPartition(ctx, st, tp, func(ctx context.Context) error {
+			again = verify.Named(ctx, st, tp, vo)
+			return nil
+		}); err != nil {
+			leaseErrs[i] = err
+			r.Error = err.Error()
+			return r, ctx.Err()
+		}
+		return again, ctx.Err()
 	})
 	if err != nil {
 		return err
@@ -152,7 +176,7 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 		code = exitcode.Verify
 	}
 	var firstErr error
-	for _, r := range reps {
+	for i, r := range reps {
 		findings += len(r.Findings)
 		hashed += r.BytesHashed
 		if len(r.Findings) > 0 {
@@ -162,11 +186,15 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 			blocked++
 			code = worse(code, exitcode.Blocked)
 		}
-		if r.Err() != nil {
+		rerr := r.Err()
+		if rerr == nil {
+			rerr = leaseErrs[i] // not quarantined: another job holds the partition
+		}
+		if rerr != nil {
 			failed++
-			code = worse(code, exitcode.Of(r.Err()))
+			code = worse(code, exitcode.Of(rerr))
 			if firstErr == nil {
-				firstErr = r.Err()
+				firstErr = rerr
 			}
 		}
 	}

@@ -51,6 +51,18 @@ type Options struct {
 	DryRun      bool
 	TempDir     string
 	After       func(step string) error
+	// Fence, when set, is called before each publish (every NTC2 PUT, the
+	// manifest, the coverage CAS): it proves the partition lease the
+	// compaction runs under is still this run's (lease.Fence), so a run
+	// paused past its lease publishes nothing.
+	Fence func(ctx context.Context, step string) error
+}
+
+func (o Options) fence(ctx context.Context, step string) error {
+	if o.Fence == nil {
+		return nil
+	}
+	return o.Fence(ctx, step)
 }
 
 // defaultObjectBytes splits the output into NTC2 objects of about 4 MiB
@@ -271,7 +283,7 @@ func Compact(ctx context.Context, st store.Store, b *layout.Binding, o Options) 
 	}
 
 	// 2-4. Scan, re-read and emit; PUT and verify each object.
-	em := &emitter{ctx: ctx, st: st, p: p, limit: o.ObjectBytes, dryRun: o.DryRun, stats: &out.Stats}
+	em := &emitter{ctx: ctx, st: st, p: p, limit: o.ObjectBytes, dryRun: o.DryRun, stats: &out.Stats, fence: o.fence}
 	if err := p.run(ctx, st, o, em, &out.Stats); err != nil {
 		return out, fmt.Errorf("compact %s: %w", b.Name(), err)
 	}
@@ -293,6 +305,9 @@ func Compact(ctx context.Context, st store.Store, b *layout.Binding, o Options) 
 		StreamID: b.StreamID, Kind: layout.KindTopicCompacted, Base: p.Base, End: p.End,
 		Objects: em.refs, Sources: p.Sources, MaxTimestamp: -1, CreatedMs: p.Params.NowMs, Compaction: &p.Params,
 	}
+	if err := o.fence(ctx, "compact publish"); err != nil {
+		return out, fmt.Errorf("compact %s: %w", b.Name(), err)
+	}
 	gen, sum, err := publish(ctx, st, g)
 	if err != nil {
 		return out, fmt.Errorf("compact %s: %w", b.Name(), err)
@@ -309,7 +324,7 @@ func Compact(ctx context.Context, st store.Store, b *layout.Binding, o Options) 
 	// 6. Activate the new gap-free set in the binding.
 	members := []layout.SetMember{{Gen: gen, ManifestSHA256: sum}}
 	out.SetID = layout.SetID(members)
-	if err := activate(ctx, st, b, p, members); err != nil {
+	if err := activate(ctx, st, b, p, members, o.fence); err != nil {
 		return out, err
 	}
 	out.Activated = true
@@ -325,7 +340,7 @@ func Compact(ctx context.Context, st store.Store, b *layout.Binding, o Options) 
 
 // activate CASes the binding's coverage from the frozen previous set to the
 // new one; a lost response that landed is recognised.
-func activate(ctx context.Context, st store.Store, b *layout.Binding, p *Plan, members []layout.SetMember) error {
+func activate(ctx context.Context, st store.Store, b *layout.Binding, p *Plan, members []layout.SetMember, fence func(context.Context, string) error) error {
 	want := layout.Coverage{State: layout.CoverageActive, SetID: layout.SetID(members), Start: p.Base, End: p.End, Members: members}
 	for attempt := 0; attempt < 4; attempt++ {
 		cur, etag, err := layout.LoadBinding(ctx, st, b.Topic, b.Partition)
@@ -345,6 +360,9 @@ func activate(ctx context.Context, st store.Store, b *layout.Binding, p *Plan, m
 		nb := *cur
 		nb.Coverage = want
 		nb.Version++
+		if err := fence(ctx, "compact activate coverage"); err != nil {
+			return fmt.Errorf("activate coverage of %s: %w", b.Name(), err)
+		}
 		if _, err := layout.Replace(ctx, st, layout.BindingKey(b.Topic, b.Partition), &nb, etag); err == nil {
 			*b = nb
 			return nil
@@ -413,6 +431,8 @@ type emitter struct {
 	// onObject, when set, receives every finished object instead of the
 	// store (regenerate); it must not keep data.
 	onObject func(ref layout.ObjectRef, data []byte)
+	// fence proves the lease before each PUT (Options.Fence).
+	fence func(ctx context.Context, step string) error
 	// spare and readBuf are reused from object to object: the last
 	// object's bytes once stored, and the buffer its read-back went to.
 	spare, readBuf []byte
@@ -490,6 +510,9 @@ func (e *emitter) flush(end int64) error {
 	// restarts the object's age, so gc's grace counts from this run, not
 	// from the run that first wrote it. The read-back below checks the
 	// digest of what the key holds.
+	if err := e.fence(e.ctx, "compact put "+ref.Key); err != nil {
+		return err
+	}
 	info, err := e.st.Put(e.ctx, ref.Key, data, store.None())
 	if err != nil {
 		return fmt.Errorf("put %s: %w", ref.Key, err)

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/ntc2"
@@ -140,16 +143,56 @@ func (p *Plan) run(ctx context.Context, st store.Store, o Options, em *emitter, 
 
 // spillFile holds a pass's output rows between passes, in a local temp file.
 type spillFile struct {
-	f *os.File
-	w *bufio.Writer
+	f        *os.File
+	w        *bufio.Writer
+	unlinked bool // its name is gone already: nothing to remove
 }
 
+// spillPrefix starts every spill file's name (in --temp-dir, else the
+// system's temp folder), with the process id after it.
+const spillPrefix = "nereusctl-compact-"
+
+// spillLeftoverAge is how old a spill file that could not be unlinked at
+// once (a platform that keeps open files' names) must be before a later
+// compaction removes it as a killed run's leftover.
+const spillLeftoverAge = 24 * time.Hour
+
+// newSpill creates the pass's spill file and at once removes its name
+// (the open file lives on until closed), so no kill, SIGKILL included,
+// can leave it behind: it holds record keys and values, which must not
+// outlive the run in a shared temp folder. Where the platform cannot
+// remove an open file's name, the file is removed when the pass ends, and
+// a later compaction removes a killed run's leftovers (spillPrefix, older
+// than spillLeftoverAge).
 func newSpill(dir string) (*spillFile, error) {
-	f, err := os.CreateTemp(dir, "nereusctl-compact-*.spill")
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	removeSpillLeftovers(dir, time.Now())
+	f, err := os.CreateTemp(dir, fmt.Sprintf("%s%d-*.spill", spillPrefix, os.Getpid()))
 	if err != nil {
 		return nil, fmt.Errorf("compaction spill: %w", err)
 	}
-	return &spillFile{f: f, w: bufio.NewWriterSize(f, 1<<20)}, nil
+	s := &spillFile{f: f, w: bufio.NewWriterSize(f, 1<<20)}
+	s.unlinked = os.Remove(f.Name()) == nil
+	return s, nil
+}
+
+// removeSpillLeftovers removes spill files in dir older than
+// spillLeftoverAge (best effort).
+func removeSpillLeftovers(dir string, now time.Time) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), spillPrefix) || !strings.HasSuffix(e.Name(), ".spill") || !e.Type().IsRegular() {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && now.Sub(fi.ModTime()) > spillLeftoverAge {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 func (s *spillFile) write(r *ntc2.Row) error {
@@ -192,7 +235,9 @@ func (s *spillFile) close() error {
 
 func (s *spillFile) remove() {
 	s.f.Close()
-	os.Remove(s.f.Name())
+	if !s.unlinked {
+		os.Remove(s.f.Name())
+	}
 }
 
 // each reads the rows back in order.

@@ -103,7 +103,7 @@ func Read(ctx context.Context, st store.Store, b *layout.Binding, from int64, fn
 		if err != nil {
 			return info, err
 		}
-		err = stream.ScanObject(o, data, true, func(bt stream.Batch) error {
+		err = stream.ScanObjectWith(o, data, stream.ScanOptions{VerifyCRC: true, Epochs: res.Head.LeaderEpochs}, func(bt stream.Batch) error {
 			h := bt.Header
 			if h.LastOffset() < at || h.BaseOffset >= info.LSO || h.IsControl() {
 				return nil

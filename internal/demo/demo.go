@@ -76,8 +76,15 @@ type PartitionSummary struct {
 
 // Summary is the whole demo.
 type Summary struct {
-	Seed       int64              `json:"seed"`
-	Existing   bool               `json:"existing"` // the store already held this demo
+	Seed     int64 `json:"seed"`
+	Existing bool  `json:"existing"` // the store already held this demo, whole
+	// Resumed: the store held this demo interrupted (its record in
+	// tasks/demo/ not complete); this run finished it with the options it
+	// was started with (Options), to exactly the store an uninterrupted
+	// run writes.
+	Resumed bool `json:"resumed"`
+	// Options are the options the demo in the store was written with.
+	Options    *RecordedOptions   `json:"options,omitempty"`
 	Partitions []PartitionSummary `json:"partitions"`
 	Records    int                `json:"records"`
 	Bytes      int64              `json:"bytes"`
@@ -135,6 +142,10 @@ func plans(o Options) []topicPlan {
 	}
 }
 
+// ErrDuplicateTopic is a --topics list that names a topic twice: refused
+// before anything is written (two writers of one partition).
+var ErrDuplicateTopic = errors.New("a topic is named twice")
+
 // selectPlans keeps the named topics and shares the records among them.
 func selectPlans(all []topicPlan, topics []string) ([]topicPlan, error) {
 	if len(topics) == 0 {
@@ -142,7 +153,12 @@ func selectPlans(all []topicPlan, topics []string) ([]topicPlan, error) {
 	}
 	var out []topicPlan
 	total := 0.0
+	seen := map[string]bool{}
 	for _, name := range topics {
+		if seen[name] {
+			return nil, fmt.Errorf("demo: --topics %s: %w", name, ErrDuplicateTopic)
+		}
+		seen[name] = true
 		found := false
 		for _, p := range all {
 			if p.name == name {
@@ -172,18 +188,40 @@ func topicID(seed int64, topic string) string {
 	return base64.RawURLEncoding.EncodeToString(sum[:16])
 }
 
-// Run writes the demo into st. A store that already holds this demo (same
-// seed) is left as it is and reported as existing.
+// Run writes the demo into st, recording the options it starts with in
+// the store first (tasks/demo/seed-<seed>.json) and that it finished
+// last. A store that holds this demo whole is left as it is and reported
+// as existing; one that holds it interrupted (its record not complete) is
+// resumed with the recorded options, whatever o says besides the seed,
+// and ends exactly as an uninterrupted run would have written it: every
+// partition is regenerated (the demo is deterministic), what the store
+// holds already is checked against it (key and size of every object) and
+// only the rest is written. A store without the record that holds this
+// seed's bindings (a demo an older nereusctl wrote) is reported existing.
 func Run(ctx context.Context, st store.Store, o Options) (*Summary, error) {
 	if o.Partitions < 1 || o.Records < 0 {
 		return nil, fmt.Errorf("demo: --partitions must be >= 1 and --records >= 0")
+	}
+	if _, err := selectPlans(plans(o), o.Topics); err != nil {
+		return nil, err
 	}
 	sum := &Summary{Seed: o.Seed, Partitions: []PartitionSummary{}, Compacted: []string{}}
 	existing, err := layout.ListBindings(ctx, st)
 	if err != nil {
 		return nil, fmt.Errorf("demo: list bindings in %s: %w", st, err)
 	}
-	if len(existing) > 0 {
+	rec, recETag, err := loadRecord(ctx, st, o.Seed)
+	switch {
+	case err != nil:
+		return nil, err
+	case rec != nil && rec.Complete:
+		sum.Existing, sum.Options = true, rec
+		return sum, nil
+	case rec != nil:
+		// Interrupted: resume with what it was started with.
+		o = rec.apply(o)
+		sum.Resumed, sum.Options = true, rec
+	case len(existing) > 0:
 		ps := plans(o)
 		b, _, err := layout.LoadBinding(ctx, st, ps[0].name, 0)
 		if err != nil || b.StreamID != StreamID(o.Seed, ps[0].name, 0) {
@@ -191,6 +229,14 @@ func Run(ctx context.Context, st store.Store, o Options) (*Summary, error) {
 		}
 		sum.Existing = true
 		return sum, nil
+	default:
+		rec = record(o)
+		info, err := layout.Create(ctx, st, recordKey(o.Seed), rec)
+		if err != nil {
+			return nil, fmt.Errorf("demo: record %s: %w", recordKey(o.Seed), err)
+		}
+		recETag = info.ETag
+		sum.Options = rec
 	}
 	rng := rand.New(rand.NewPCG(uint64(o.Seed), 0x6e65726575730001))
 	ps, err := selectPlans(plans(o), o.Topics)
@@ -234,11 +280,16 @@ func Run(ctx context.Context, st store.Store, o Options) (*Summary, error) {
 		if err != nil {
 			return written{err: err}, nil
 		}
-		r, err := compaction.Compact(ctx, st, b, compaction.Options{NowMs: CompactNow.UnixMilli()})
-		if err != nil {
+		// A resumed demo finds its compaction done (up to date) or
+		// resumes its task; either way the coverage ends ACTIVE.
+		if _, err := compaction.Compact(ctx, st, b, compaction.Options{NowMs: CompactNow.UnixMilli()}); err != nil {
 			return written{err: fmt.Errorf("demo: compact %s-%d: %w", ps.Topic, ps.Partition, err)}, nil
 		}
-		return written{ps: ps, compacted: r.Activated}, nil
+		b, _, err = layout.LoadBinding(ctx, st, ps.Topic, ps.Partition)
+		if err != nil {
+			return written{err: err}, nil
+		}
+		return written{ps: ps, compacted: b.Coverage.State == layout.CoverageActive}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -258,14 +309,22 @@ func Run(ctx context.Context, st store.Store, o Options) (*Summary, error) {
 	}
 	if len(errs) > 0 {
 		// Every partition was tried; the first failure is reported with
-		// the count (a rerun into an empty store starts over).
+		// the count (a rerun resumes: the record is not complete).
 		return sum, fmt.Errorf("%d of %d partitions failed; first: %w", len(errs), len(jobs), errs[0])
+	}
+	done := *rec
+	done.Complete = true
+	if _, err := layout.Replace(ctx, st, recordKey(o.Seed), &done, recETag); err != nil {
+		return sum, fmt.Errorf("demo: record %s complete: %w", recordKey(o.Seed), err)
 	}
 	return sum, nil
 }
 
 // writePartition creates the binding and stream and appends the partition's
-// generated batches, with checkpoints along the way.
+// generated batches, with checkpoints along the way. What an interrupted
+// run wrote already (the stream, the binding, objects up to the head, the
+// checkpoints on the way) is found, checked against the regenerated bytes
+// and not written again.
 func writePartition(ctx context.Context, st store.Store, o Options, tp topicPlan, p int32, records int, rng *rand.Rand) (*PartitionSummary, error) {
 	sid := StreamID(o.Seed, tp.name, p)
 	ps := &PartitionSummary{Topic: tp.name, Partition: p, StreamID: sid, Kind: tp.kind}
@@ -273,22 +332,47 @@ func writePartition(ctx context.Context, st store.Store, o Options, tp topicPlan
 	// busy broker does; small ones stay as they are.
 	scale := max(1, records/100_000)
 	tp.cfg.SegmentBytes *= int64(scale)
-	if err := stream.CreateStream(ctx, st, sid, 0); err != nil {
+	if _, _, err := layout.LoadHead(ctx, st, sid); errors.Is(err, store.ErrNotFound) {
+		if err := stream.CreateStream(ctx, st, sid, 0); err != nil {
+			return nil, err
+		}
+	} else if err != nil {
 		return nil, err
 	}
 	b := &layout.Binding{
 		Topic: tp.name, TopicID: topicID(o.Seed, tp.name), Partition: p, StreamID: sid,
 		Config: tp.cfg, ConfigSource: ConfigSource, Coverage: layout.Coverage{State: layout.CoverageNone}, Version: 1,
 	}
-	info, err := layout.Create(ctx, st, layout.BindingKey(tp.name, p), b)
-	if err != nil {
-		return nil, fmt.Errorf("create binding: %w", err)
+	switch cur, _, err := layout.LoadBinding(ctx, st, tp.name, p); {
+	case errors.Is(err, store.ErrNotFound):
+		if _, err := layout.Create(ctx, st, layout.BindingKey(tp.name, p), b); err != nil {
+			return nil, fmt.Errorf("create binding: %w", err)
+		}
+	case err != nil:
+		return nil, err
+	case cur.StreamID != sid:
+		return nil, fmt.Errorf("%w: binding %s names stream %s, not the demo's %s", ErrOtherData, layout.BindingKey(tp.name, p), cur.StreamID, sid)
+	default:
+		b = cur
 	}
-	bETag := info.ETag
 	w, err := stream.OpenWriter(ctx, st, sid, tp.cfg)
 	if err != nil {
 		return nil, err
 	}
+	// What an interrupted run appended: the objects up to the head.
+	stored := w.Next()
+	var have map[string]int64
+	if stored > 0 {
+		objs, err := layout.ListObjects(ctx, st, sid)
+		if err != nil {
+			return nil, err
+		}
+		have = make(map[string]int64, len(objs))
+		for _, ob := range objs {
+			have[ob.Key] = ob.Size
+		}
+	}
+	at := int64(0) // the next regenerated object's base
 	gen := newGenerator(tp.kind, tp.name, p, records, rng)
 	gen.scale = scale
 	gen.batchRecords = o.BatchRecords
@@ -298,31 +382,62 @@ func writePartition(ctx context.Context, st store.Store, o Options, tp topicPlan
 		cpAt = append(cpAt, records*i/(o.Checkpoints+1))
 	}
 	for !gen.done() {
-		batches, n, err := gen.nextObject(w.Next())
+		batches, n, err := gen.nextObject(at)
 		if err != nil {
 			return nil, err
 		}
-		if err := w.Append(ctx, batches); err != nil {
-			return nil, err
+		size, end := int64(0), at
+		for _, bt := range batches {
+			size += int64(len(bt))
+			h, err := kafka.ParseHeader(bt)
+			if err != nil {
+				return nil, err
+			}
+			end = h.LastOffset() + 1
 		}
+		if end <= stored {
+			// Appended by the interrupted run: the same object, or the
+			// store is not this demo's.
+			key := layout.ObjectKey(sid, at, end)
+			if got, ok := have[key]; !ok || (got >= 0 && got != size) {
+				return nil, fmt.Errorf("%w: stream %s: the demo's object %s (%d bytes) is not in the store (the stream's head is %d)", ErrOtherData, sid, key, size, stored)
+			}
+		} else {
+			if at != w.Next() {
+				return nil, fmt.Errorf("%w: stream %s: its head %d lies inside the demo's object [%d, %d)", ErrOtherData, sid, stored, at, end)
+			}
+			if err := w.Append(ctx, batches); err != nil {
+				return nil, err
+			}
+		}
+		at = end
 		ps.Objects++
 		ps.Batches += len(batches)
-		for _, bt := range batches {
-			ps.Bytes += int64(len(bt))
-		}
+		ps.Bytes += size
 		before := ps.Records
 		ps.Records += n
 		if o.Progress != nil {
 			o.Progress(int64(n))
 		}
-		for _, at := range cpAt {
-			if before < at && ps.Records >= at {
-				if _, err := recovery.Create(ctx, st, b, bETag, false); err != nil {
-					return nil, fmt.Errorf("checkpoint: %w", err)
-				}
-				_, bETag, err = layout.LoadBinding(ctx, st, tp.name, p)
-				if err != nil {
-					return nil, err
+		for _, cp := range cpAt {
+			if before < cp && ps.Records >= cp {
+				// Made at the head right after its object's append, the
+				// binding's reference to it next: an interrupted run made
+				// every one below its head, and the one at its head is
+				// done when the binding refers to it (else made again, or
+				// reused where its PUT landed: nothing was written after
+				// it, so the state is the same).
+				if end >= stored {
+					cur, bETag, err := layout.LoadBinding(ctx, st, tp.name, p)
+					if err != nil {
+						return nil, err
+					}
+					b = cur
+					if ref := cur.CheckpointRef; end > stored || ref == nil || ref.Anchor < end {
+						if _, err := recovery.Create(ctx, st, b, bETag, false); err != nil {
+							return nil, fmt.Errorf("checkpoint: %w", err)
+						}
+					}
 				}
 				ps.Checkpoints++
 			}
@@ -332,7 +447,18 @@ func writePartition(ctx context.Context, st store.Store, o Options, tp topicPlan
 	if err != nil {
 		return nil, err
 	}
-	ps.Segments = len(gens)
+	// The sealed segments: every generation up to the last COMMITTED one
+	// (a resumed demo may find its compaction's generation after them).
+	for i := len(gens) - 1; i >= 0; i-- {
+		g, _, err := layout.LoadGeneration(ctx, st, sid, gens[i])
+		if err != nil {
+			return nil, err
+		}
+		if g.Kind == layout.KindCommitted {
+			ps.Segments = i + 1
+			break
+		}
+	}
 	ps.Head = w.Next()
 	return ps, nil
 }

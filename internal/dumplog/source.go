@@ -127,7 +127,7 @@ func (s *CommittedSource) Batches(ctx context.Context, from int64, fn func(Batch
 		s.ObjectsRead++
 		s.BytesRead += int64(len(data))
 		place, placed := segs[o.Key]
-		err = stream.ScanObject(o, data, false, func(b stream.Batch) error {
+		err = stream.ScanObjectWith(o, data, stream.ScanOptions{Epochs: s.head.LeaderEpochs}, func(b stream.Batch) error {
 			if placed && place.first && b.Pos == 0 && place.seg.Base < 0 {
 				// The segment starts at its first batch (no recorded base).
 				place.seg.Base = b.Header.BaseOffset

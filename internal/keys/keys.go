@@ -324,6 +324,11 @@ func CompactionTaskPrefix(sid string) string { return TaskPrefix("compact-" + si
 // output, not lost coverage.
 func CompactionTaskKey(sid string) string { return CompactionTaskPrefix(sid) + "task.json" }
 
+// DemoTasksPrefix holds the demo's record of the options it was started
+// with and whether it finished (tasks/demo/seed-<seed>.json): what an
+// interrupted demo resumes from. Never garbage, whatever its age.
+const DemoTasksPrefix = TasksPrefix + "demo/"
+
 // RetentionTasksPrefix holds the progress of retention runs, one document
 // per selection; gc never deletes under it (a run's progress is its
 // resume point, whatever its age).

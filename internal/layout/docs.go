@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -302,6 +303,73 @@ type Head struct {
 	Head    int64 `json:"head"`
 	Trim    int64 `json:"trim"`
 	Version int64 `json:"version"`
+	// LeaderEpochs is the writer's record of the partition leader epochs
+	// its batches carry in the open segment (FormatLeaderEpochs: marks
+	// "EPOCH@START", comma-separated, in offset order): from each mark's
+	// start on, every batch up to the next mark carries its epoch. The
+	// first mark is the one in force at the open segment's base. A batch's
+	// leader epoch lies outside its CRC-32C and the open segment is in no
+	// manifest yet, so readers check the epochs against this record
+	// (docs/layout.md, "Stream head"). Absent: not recorded (a writer that
+	// predates it, or more than MaxLeaderEpochMarks changes in one
+	// segment). A string, not a list, so that heads stay comparable.
+	LeaderEpochs string `json:"leader_epochs,omitempty"`
+}
+
+// LeaderEpochMark is one mark of a head's leader-epoch record: from
+// Start on, batches carry partition leader epoch Epoch (-1: none, as
+// Kafka's NO_PARTITION_LEADER_EPOCH).
+type LeaderEpochMark struct {
+	Epoch int32
+	Start int64
+}
+
+// MaxLeaderEpochMarks bounds a head's leader-epoch record: a writer that
+// meets more epoch changes in one open segment stops recording it.
+const MaxLeaderEpochMarks = 64
+
+// FormatLeaderEpochs is the canonical text of a leader-epoch record.
+func FormatLeaderEpochs(marks []LeaderEpochMark) string {
+	b := make([]byte, 0, 16*len(marks))
+	for i, m := range marks {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(m.Epoch), 10)
+		b = append(b, '@')
+		b = strconv.AppendInt(b, m.Start, 10)
+	}
+	return string(b)
+}
+
+// ParseLeaderEpochs reads a leader-epoch record in its canonical text:
+// decimal numbers, starts strictly increasing, no two adjacent marks with
+// one epoch, epochs >= -1, at most MaxLeaderEpochMarks marks.
+func ParseLeaderEpochs(s string) ([]LeaderEpochMark, error) {
+	if s == "" {
+		return nil, nil
+	}
+	parts := strings.Split(s, ",")
+	if len(parts) > MaxLeaderEpochMarks {
+		return nil, fmt.Errorf("leader_epochs: %d marks, at most %d", len(parts), MaxLeaderEpochMarks)
+	}
+	marks := make([]LeaderEpochMark, 0, len(parts))
+	for i, p := range parts {
+		e, st, ok := strings.Cut(p, "@")
+		epoch, err1 := strconv.ParseInt(e, 10, 32)
+		start, err2 := strconv.ParseInt(st, 10, 64)
+		if !ok || err1 != nil || err2 != nil || epoch < -1 || start < 0 || strconv.FormatInt(epoch, 10) != e || strconv.FormatInt(start, 10) != st {
+			return nil, fmt.Errorf("leader_epochs mark %d %q: want EPOCH@START (decimal, epoch >= -1, start >= 0)", i, p)
+		}
+		m := LeaderEpochMark{Epoch: int32(epoch), Start: start}
+		if i > 0 {
+			if prev := marks[i-1]; m.Start <= prev.Start || m.Epoch == prev.Epoch {
+				return nil, fmt.Errorf("leader_epochs mark %d %q: want starts increasing and each mark a change of epoch (after %d@%d)", i, p, prev.Epoch, prev.Start)
+			}
+		}
+		marks = append(marks, m)
+	}
+	return marks, nil
 }
 
 // Validate checks a head's fields.
@@ -314,6 +382,11 @@ func (h *Head) Validate() error {
 	}
 	if h.Version < 1 || h.Epoch < 0 {
 		return fmt.Errorf("version %d, epoch %d: want version >= 1, epoch >= 0", h.Version, h.Epoch)
+	}
+	// Marks at or above the head are allowed: a head rolled back below
+	// the stream's data keeps its record, and readers read nothing there.
+	if _, err := ParseLeaderEpochs(h.LeaderEpochs); err != nil {
+		return err
 	}
 	return nil
 }

@@ -99,6 +99,9 @@ func CompactionTaskPrefix(sid string) string { return keys.CompactionTaskPrefix(
 // CompactionTaskKey is keys.CompactionTaskKey.
 func CompactionTaskKey(sid string) string { return keys.CompactionTaskKey(sid) }
 
+// DemoTasksPrefix is keys.DemoTasksPrefix.
+const DemoTasksPrefix = keys.DemoTasksPrefix
+
 // RetentionProgressKey is keys.RetentionProgressKey.
 func RetentionProgressKey(selection string) string { return keys.RetentionProgressKey(selection) }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nereusctl/nereusctl/internal/errkind"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
 
@@ -18,6 +19,7 @@ const (
 	UpgradeRefused      = "refused"       // malformed or invalid: reported, never rewritten
 	UpgradeChanged      = "changed"       // changed by another writer meanwhile: not rewritten
 	UpgradeUnreadable   = "unreadable"    // the store failed to read or write it
+	UpgradeBlocked      = "blocked"       // its partition's lease is held by another job: not looked at
 	upgradeKindBinding  = "binding"
 	upgradeKindHead     = "head"
 	upgradeKindManifest = "generation"
@@ -46,9 +48,11 @@ type UpgradeReport struct {
 // nil when there are none. Refused documents wrap ErrCorruptDocument,
 // documents changed meanwhile store.ErrPreconditionFailed.
 func (r *UpgradeReport) Err() error {
-	var refused, changed, unreadable []UpgradeItem
+	var refused, changed, unreadable, blocked []UpgradeItem
 	for _, it := range r.Items {
 		switch it.Action {
+		case UpgradeBlocked:
+			blocked = append(blocked, it)
 		case UpgradeRefused:
 			refused = append(refused, it)
 		case UpgradeChanged:
@@ -64,6 +68,8 @@ func (r *UpgradeReport) Err() error {
 		return fmt.Errorf("store upgrade: %d documents could not be read; first: %s", len(unreadable), unreadable[0].Detail)
 	case len(changed) > 0:
 		return fmt.Errorf("store upgrade: %w: %d documents changed by another writer meanwhile, not rewritten; first: %s (rerun to upgrade them)", store.ErrPreconditionFailed, len(changed), changed[0].Key)
+	case len(blocked) > 0:
+		return errkind.Markf(errkind.Blocked, "store upgrade: %d partitions held by another job, not upgraded; first: %s (rerun once it is done)", len(blocked), blocked[0].Detail)
 	}
 	return nil
 }
@@ -81,14 +87,60 @@ func (r *UpgradeReport) Err() error {
 // The error is for the listing; per-document outcomes are in the report
 // (see UpgradeReport.Err).
 func Upgrade(ctx context.Context, st store.Store, dryRun bool) (*UpgradeReport, error) {
+	return UpgradeWith(ctx, st, UpgradeOptions{DryRun: dryRun})
+}
+
+// UpgradeOptions steer UpgradeWith.
+type UpgradeOptions struct {
+	DryRun bool
+	// Partition, when set (and not in a dry run), wraps the upgrade of one
+	// binding with its stream's head and manifests: the command holds the
+	// partition's lease in it, as every command that writes a partition's
+	// documents does. Its error (a lease another job holds) leaves that
+	// partition alone, reported blocked; the others go on.
+	Partition func(ctx context.Context, tp TopicPartition, fn func(ctx context.Context) error) error
+}
+
+// UpgradeWith is Upgrade with options.
+func UpgradeWith(ctx context.Context, st store.Store, o UpgradeOptions) (*UpgradeReport, error) {
+	dryRun := o.DryRun
 	rep := &UpgradeReport{DryRun: dryRun, Counts: map[string]int{}, Items: []UpgradeItem{}}
 	bindings, err := st.List(ctx, BindingsPrefix)
 	if err != nil {
 		return rep, fmt.Errorf("store upgrade: list %s: %w", BindingsPrefix, err)
 	}
-	var sids []string
 	seen := map[string]bool{}
 	for _, in := range bindings {
+		t, p, perr := ParseBindingKey(in.Key)
+		if o.Partition == nil || dryRun || perr != nil {
+			if err := upgradePartition(ctx, st, rep, in.Key, seen, dryRun); err != nil {
+				return rep, err
+			}
+			continue
+		}
+		var inner error
+		err := o.Partition(ctx, TopicPartition{Topic: t, Partition: p}, func(ctx context.Context) error {
+			inner = upgradePartition(ctx, st, rep, in.Key, seen, dryRun)
+			return inner
+		})
+		if inner != nil {
+			return rep, inner
+		}
+		if err != nil {
+			rep.Scanned++
+			rep.Counts[UpgradeBlocked]++
+			rep.Items = append(rep.Items, UpgradeItem{Key: in.Key, Kind: upgradeKindBinding, Action: UpgradeBlocked, Detail: err.Error()})
+		}
+	}
+	return rep, upgradeRest(ctx, st, rep, dryRun)
+}
+
+// upgradePartition upgrades the binding at key and, the first time its
+// stream is seen, the stream's head and generation manifests.
+func upgradePartition(ctx context.Context, st store.Store, rep *UpgradeReport, key string, seen map[string]bool, dryRun bool) error {
+	in := store.ObjectInfo{Key: key}
+	var sids []string
+	{
 		var b Binding
 		check := func() error {
 			t, p, err := ParseBindingKey(in.Key)
@@ -116,7 +168,7 @@ func Upgrade(ctx context.Context, st store.Store, dryRun bool) (*UpgradeReport, 
 		}, dryRun)
 		gens, err := st.List(ctx, GenerationsPrefix(sid))
 		if err != nil {
-			return rep, fmt.Errorf("store upgrade: list %s: %w", GenerationsPrefix(sid), err)
+			return fmt.Errorf("store upgrade: list %s: %w", GenerationsPrefix(sid), err)
 		}
 		for _, in := range gens {
 			n, err := ParseGenerationKey(in.Key)
@@ -136,10 +188,15 @@ func Upgrade(ctx context.Context, st store.Store, dryRun bool) (*UpgradeReport, 
 			}, dryRun)
 		}
 	}
+	return nil
+}
+
+// upgradeRest upgrades the quarantine records and the leases.
+func upgradeRest(ctx context.Context, st store.Store, rep *UpgradeReport, dryRun bool) error {
 	for _, prefix := range []string{QuarantinePrefix, LeasesPrefix} {
 		infos, err := st.List(ctx, prefix)
 		if err != nil {
-			return rep, fmt.Errorf("store upgrade: list %s: %w", prefix, err)
+			return fmt.Errorf("store upgrade: list %s: %w", prefix, err)
 		}
 		for _, in := range infos {
 			if !strings.HasSuffix(in.Key, ".json") {
@@ -152,7 +209,7 @@ func Upgrade(ctx context.Context, st store.Store, dryRun bool) (*UpgradeReport, 
 			}
 		}
 	}
-	return rep, nil
+	return nil
 }
 
 // upgradeOne reads, checks and (unless dryRun) rewrites one document; it

@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -93,7 +94,11 @@ func TestKeepRenewsAndStopsOnLoss(t *testing.T) {
 	ttl := 300 * time.Millisecond
 	err := WithPartition(context.Background(), st, tp, Options{Holder: "me/pid-1/unknown/a", TTL: ttl}, func(ctx context.Context) error {
 		time.Sleep(2 * ttl) // renewed meanwhile: still ours
-		if cur := load(t, st, name); cur.Holder != "me/pid-1/unknown/a" || time.UnixMilli(cur.ExpiresMs).Before(time.Now()) {
+		me := FromContext(ctx).Holder()
+		if !strings.HasPrefix(me, "me/pid-1/unknown/") {
+			t.Errorf("acquired as %q, want the options' holder with a nonce", me)
+		}
+		if cur := load(t, st, name); cur.Holder != me || time.UnixMilli(cur.ExpiresMs).Before(time.Now()) {
 			t.Errorf("lease not kept alive: %+v", cur)
 		}
 		// Another holder takes it over (as if ours had expired).

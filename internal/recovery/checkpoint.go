@@ -69,7 +69,7 @@ func checkpointOf(ctx context.Context, st store.Store, b *layout.Binding, res *R
 				return nil, fmt.Errorf("read anchor object %s: %w", last.Key, err)
 			}
 			// Its digest goes into the checkpoint: only verified bytes.
-			if err := stream.ScanObject(last, data, true, func(stream.Batch) error { return nil }); err != nil {
+			if err := stream.ScanObjectWith(last, data, stream.ScanOptions{VerifyCRC: true, Epochs: h.LeaderEpochs}, func(stream.Batch) error { return nil }); err != nil {
 				return nil, fmt.Errorf("read anchor object %s: %w", last.Key, err)
 			}
 			a.ObjectKey, a.ObjectSHA256 = last.Key, store.SHA256Of(data)

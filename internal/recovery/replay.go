@@ -364,7 +364,7 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 			}
 		}
 	}
-	if err := replayTail(ctx, st, lister, part, objs, h.Head, lastGen, &res.Tail, res.Sources, at); err != nil {
+	if err := replayTail(ctx, st, lister, part, objs, h.Head, h.LeaderEpochs, lastGen, &res.Tail, res.Sources, at); err != nil {
 		return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
 	}
 	if res.Tail.headObject != "" {
@@ -747,7 +747,7 @@ func checkAnchorObject(ctx context.Context, st store.Store, a nkc1.Anchor, liste
 //
 // at, when not nil, is called with the state's next offset before the
 // first object and after every object.
-func replayTail(ctx context.Context, st store.Store, lister *Objects, part *state.Partition, objs []layout.StreamObject, head, lastGen int64, ts *TailStats, sources map[int64]string, at func(end int64)) error {
+func replayTail(ctx context.Context, st store.Store, lister *Objects, part *state.Partition, objs []layout.StreamObject, head int64, epochs string, lastGen int64, ts *TailStats, sources map[int64]string, at func(end int64)) error {
 	ts.From, ts.To = part.NextOffset, head
 	if at == nil {
 		at = func(int64) {}
@@ -815,7 +815,9 @@ func replayTail(ctx context.Context, st store.Store, lister *Objects, part *stat
 		}
 		ts.Objects++
 		ts.Bytes += int64(len(data))
-		if err := stream.ScanObject(o, data, true, func(bt stream.Batch) error {
+		// Leader epochs against the head's record (the open segment is in
+		// no manifest: stream.ScanOptions.Epochs).
+		if err := stream.ScanObjectWith(o, data, stream.ScanOptions{VerifyCRC: true, Epochs: epochs}, func(bt stream.Batch) error {
 			ts.Batches++
 			if err := ApplyBatch(part, bt); err != nil {
 				if rolled >= 0 {

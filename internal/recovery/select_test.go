@@ -143,6 +143,18 @@ func TestSelectSkipsDivergentAnchor(t *testing.T) {
 	f.resealObject(t, cp.Anchor.ObjectKey, func(r *layout.ObjectRef) {
 		r.Size, r.ETag, r.CRC32C, r.SHA256 = int64(len(data)), store.ETagOf(data), stream.CRC32C(data), store.SHA256Of(data)
 	})
+	// Nor does that history's head record the leader epochs this one's
+	// does (layout.Head.LeaderEpochs: an epoch against the record is
+	// corruption, not divergence).
+	b0, _ := f.binding(t)
+	h, hetag, err := layout.LoadHead(ctx, f.st, b0.StreamID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.LeaderEpochs = ""
+	if _, err := layout.Replace(ctx, f.st, layout.HeadKey(h.StreamID), h, hetag); err != nil {
+		t.Fatal(err)
+	}
 	b, _ := f.binding(t)
 	res, err := Replay(ctx, f.st, b, Options{})
 	if err != nil {

@@ -14,7 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -22,6 +21,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/compaction"
 	"github.com/nereusctl/nereusctl/internal/health"
 	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/localfile"
 	"github.com/nereusctl/nereusctl/internal/ntc2"
 	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/verify"
@@ -58,6 +58,18 @@ type Options struct {
 	DryRun     bool
 	NowMs      int64
 	After      func(step string) error
+	// Fence, when set, is called before each write (the restore, the
+	// coverage CAS, the archive): it proves the partition lease the
+	// repair runs under is still this run's (lease.Fence), so a run paused
+	// past its lease writes nothing on what it read before the pause.
+	Fence func(ctx context.Context, step string) error
+}
+
+func (o Options) fence(ctx context.Context, step string) error {
+	if o.Fence == nil {
+		return nil
+	}
+	return o.Fence(ctx, step)
 }
 
 // Result says what a repair did.
@@ -185,6 +197,9 @@ func Repair(ctx context.Context, st store.Store, b *layout.Binding, o Options) (
 		}
 		// Record the source in the quarantine record before the bytes
 		// change, so that a rerun after a crash archives the same trail.
+		if err := o.fence(ctx, "repair record progress"); err != nil {
+			return res, fmt.Errorf("repair %s: %w", b.Name(), err)
+		}
 		if err := recordProgress(ctx, st, res.SetID, src, ref.Key); err != nil {
 			return res, fmt.Errorf("repair %s: %w", b.Name(), err)
 		}
@@ -199,6 +214,9 @@ func Repair(ctx context.Context, st store.Store, b *layout.Binding, o Options) (
 			guard = store.IfMatch(info.ETag)
 		} else if !errors.Is(curErr, store.ErrNotFound) {
 			return res, fmt.Errorf("repair %s: read %s: %w", b.Name(), ref.Key, curErr)
+		}
+		if err := o.fence(ctx, "repair restore "+ref.Key); err != nil {
+			return res, fmt.Errorf("repair %s: %w", b.Name(), err)
 		}
 		_, err = st.Put(ctx, ref.Key, data, guard)
 		if errors.Is(err, store.ErrPreconditionFailed) {
@@ -250,6 +268,9 @@ func reactivate(ctx context.Context, st store.Store, b *layout.Binding, res *Res
 		nb := *cur
 		nb.Coverage.State = layout.CoverageActive
 		nb.Version++
+		if err := o.fence(ctx, "repair reactivate coverage"); err != nil {
+			return fmt.Errorf("repair %s: %w", b.Name(), err)
+		}
 		_, err = layout.Replace(ctx, st, layout.BindingKey(b.Topic, b.Partition), &nb, etag)
 		if err == nil {
 			*b = nb
@@ -262,6 +283,9 @@ func reactivate(ctx context.Context, st store.Store, b *layout.Binding, res *Res
 	res.Reactivated = true
 	if err := after(StepReactivated); err != nil {
 		return err
+	}
+	if err := o.fence(ctx, "repair archive"); err != nil {
+		return fmt.Errorf("repair %s: %w", b.Name(), err)
 	}
 	if err := archive(ctx, st, res, o.NowMs); err != nil {
 		return err
@@ -366,12 +390,8 @@ func contains(list []string, s string) bool {
 func candidate(ctx context.Context, st store.Store, g *layout.Generation, ref layout.ObjectRef, o Options) ([]byte, string, error) {
 	switch {
 	case o.FromFile != "":
-		f, err := os.Open(o.FromFile)
-		if err != nil {
-			return nil, "file " + o.FromFile, err
-		}
-		defer f.Close()
-		b, err := store.ReadAllCapped(f, 1<<30)
+		// Never blocks on a FIFO or other special file (ReadInput).
+		b, err := localfile.ReadInput(o.FromFile, 1<<30)
 		return b, "file " + o.FromFile, err
 	case o.From != nil:
 		b, err := o.From.Get(ctx, ref.Key, nil)
@@ -437,7 +457,7 @@ func AllFrom(ctx context.Context, st, replica store.Store, dryRun bool, nowMs in
 	}
 	var out []*Result
 	for _, tp := range tps {
-		rs, err := AllFromPartition(ctx, st, replica, tp, dryRun, nowMs)
+		rs, err := AllFromPartition(ctx, st, replica, tp, Options{DryRun: dryRun, NowMs: nowMs})
 		out = append(out, rs...)
 		if err != nil {
 			return out, err
@@ -475,8 +495,11 @@ func QuarantinedPartitions(ctx context.Context, st store.Store) ([]layout.TopicP
 // from the replica (nothing when its coverage is not QUARANTINED), or,
 // when every member holds its bytes already, finishes the interrupted
 // repair (re-verify, re-activate, archive). It takes no lease: the caller
-// holds tp's.
-func AllFromPartition(ctx context.Context, st, replica store.Store, tp layout.TopicPartition, dryRun bool, nowMs int64) ([]*Result, error) {
+// holds tp's. Of o, DryRun, NowMs, After and Fence apply to each repair.
+func AllFromPartition(ctx context.Context, st, replica store.Store, tp layout.TopicPartition, o Options) ([]*Result, error) {
+	each := func(digest string) Options {
+		return Options{Digest: digest, From: replica, DryRun: o.DryRun, NowMs: o.NowMs, After: o.After, Fence: o.Fence}
+	}
 	var out []*Result
 	b, _, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
 	if err != nil {
@@ -502,7 +525,7 @@ func AllFromPartition(ctx context.Context, st, replica store.Store, tp layout.To
 				continue
 			}
 			damaged++
-			r, err := Repair(ctx, st, b, Options{Digest: ref.SHA256, From: replica, DryRun: dryRun, NowMs: nowMs})
+			r, err := Repair(ctx, st, b, each(ref.SHA256))
 			if r != nil {
 				out = append(out, r)
 			}
@@ -515,7 +538,7 @@ func AllFromPartition(ctx context.Context, st, replica store.Store, tp layout.To
 		// Every member already holds its bytes: an interrupted repair
 		// restored them and stopped before re-activating the coverage.
 		// Finish it (re-verify, re-activate, archive the record).
-		r, err := Repair(ctx, st, b, Options{Digest: first, From: replica, DryRun: dryRun, NowMs: nowMs})
+		r, err := Repair(ctx, st, b, each(first))
 		if r != nil {
 			out = append(out, r)
 		}

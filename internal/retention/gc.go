@@ -44,6 +44,16 @@ type GCOptions struct {
 	// lease never sees its objects collected under it. Its error (a lease
 	// another job holds) is that partition's failure; the others go on.
 	Partition func(ctx context.Context, tp layout.TopicPartition, fn func(ctx context.Context) error) error
+	// Fence, when set with Partition, is called before each delete of a
+	// partition's garbage: it proves the lease Partition holds is still
+	// this run's (lease.Fence), so a gc paused past its lease between its
+	// decision and its deletes (SIGSTOP, a VM pause) deletes nothing on
+	// that decision, which a compaction that took the lease over meanwhile
+	// may have made wrong.
+	Fence func(ctx context.Context, step string) error
+	// Decided, when set (tests, the crash harness), is called once a
+	// partition's garbage is decided, before any of it is deleted.
+	Decided func(tp layout.TopicPartition)
 	// Parallel bounds how many partitions are collected at once (< 1: 1).
 	Parallel int
 	// Lean keeps in the report only what a summary needs: Items stays
@@ -147,7 +157,14 @@ func GC(ctx context.Context, st store.Store, tps []layout.TopicPartition, o GCOp
 			if err != nil {
 				return err
 			}
-			done, err := deleteItems(ctx, st, items, o.DryRun)
+			if o.Decided != nil && !o.DryRun {
+				o.Decided(tp)
+			}
+			var fence func(context.Context, string) error
+			if o.Partition != nil {
+				fence = o.Fence
+			}
+			done, err := deleteItems(ctx, st, items, o.DryRun, fence)
 			out.items = done
 			for _, it := range items {
 				out.gp.Objects++
@@ -194,8 +211,12 @@ func GC(ctx context.Context, st store.Store, tps []layout.TopicPartition, o GCOp
 	rep.Errors = append(rep.Errors, derrs...)
 	for _, items := range deleted {
 		tp, perr := layout.ParseTopicPartition(items[0].Partition)
+		var fence func(context.Context, string) error
+		if perr == nil && o.Partition != nil {
+			fence = o.Fence // under the partition's lease: prove it before each delete
+		}
 		run := func(ctx context.Context) error {
-			done, err := deleteItems(ctx, st, items, o.DryRun)
+			done, err := deleteItems(ctx, st, items, o.DryRun, fence)
 			rep.record(done)
 			return err
 		}
@@ -219,8 +240,9 @@ func GC(ctx context.Context, st store.Store, tps []layout.TopicPartition, o GCOp
 	live := map[string]bool{}
 	for _, in := range tasks {
 		// A retention run's progress is its resume point, whatever its
-		// age: never garbage (layout.RetentionTasksPrefix).
-		if !old(in, o) || strings.HasPrefix(in.Key, layout.RetentionTasksPrefix) {
+		// age, and so is the demo's record: never garbage
+		// (layout.RetentionTasksPrefix, layout.DemoTasksPrefix).
+		if !old(in, o) || strings.HasPrefix(in.Key, layout.RetentionTasksPrefix) || strings.HasPrefix(in.Key, layout.DemoTasksPrefix) {
 			continue
 		}
 		if sid, ok := compactTaskStream(in.Key); ok {
@@ -283,16 +305,22 @@ func old(in store.ObjectInfo, o GCOptions) bool {
 
 // apply deletes items and records them in the report.
 func (rep *GCReport) apply(ctx context.Context, st store.Store, items []GCItem, dryRun bool) error {
-	done, err := deleteItems(ctx, st, items, dryRun)
+	done, err := deleteItems(ctx, st, items, dryRun, nil)
 	rep.record(done)
 	return err
 }
 
 // deleteItems deletes items in order (none in a dry run) and returns those
-// deleted (all of them in a dry run) up to the first failure.
-func deleteItems(ctx context.Context, st store.Store, items []GCItem, dryRun bool) ([]GCItem, error) {
+// deleted (all of them in a dry run) up to the first failure. fence, when
+// set, is called before each delete (it reads no store: GCOptions.Fence).
+func deleteItems(ctx context.Context, st store.Store, items []GCItem, dryRun bool, fence func(context.Context, string) error) ([]GCItem, error) {
 	for i, it := range items {
 		if !dryRun {
+			if fence != nil {
+				if err := fence(ctx, "gc delete "+it.Key); err != nil {
+					return items[:i], err
+				}
+			}
 			if err := st.Delete(ctx, it.Key, store.None()); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return items[:i], fmt.Errorf("delete %s: %w", it.Key, err)
 			}

@@ -169,6 +169,9 @@ type jobItem struct {
 	// garbage is a resumed partition's garbage when r has no plan (taken
 	// from the store progress, not the local cache).
 	garbage int64
+	// interrupted: the run was interrupted after this partition's head
+	// CAS (the trim is durable) and before its binding step.
+	interrupted bool
 }
 
 // RunJob is the retention cron job: resume an interrupted run of the same
@@ -218,6 +221,14 @@ func RunJob(ctx context.Context, st store.Store, o JobOptions) (*JobReport, erro
 			req := Request{TP: tp, Retention: true, NowMs: now.UnixMilli(), Clock: clock, DryRun: o.DryRun, PlanOnly: o.PlanOnly, Hooks: o.Hooks, ConfirmFull: o.ConfirmFull}
 			r := runLeased(ctx, st, o, req)
 			if r.Err != nil && ctx.Err() != nil {
+				if r.Trim != nil && r.Trim.HeadMutated {
+					// Interrupted after its head CAS: the trim is durable
+					// and made its garbage, so it is reported trimmed. It
+					// is not recorded done: the rerun finishes its binding
+					// step (and reports it again, as a trim it finished).
+					r.Error, r.ErrorDetail, r.Err = "", "", nil
+					return &jobItem{r: r, interrupted: true}, ctx.Err()
+				}
 				// The partition it was on is redone by the rerun (a no-op
 				// where its trim landed): only finished ones are reported.
 				return nil, ctx.Err()
@@ -240,6 +251,9 @@ func RunJob(ctx context.Context, st store.Store, o JobOptions) (*JobReport, erro
 		if it == nil {
 			all = false
 			return nil
+		}
+		if it.interrupted {
+			all = false
 		}
 		if it.resumed {
 			rep.Resumed++
@@ -281,6 +295,7 @@ func runLeased(ctx context.Context, st store.Store, o JobOptions, req Request) *
 		return RunPartition(ctx, st, req)
 	}
 	var r *Result
+	req.Hooks.Fence = lease.Fence // each write of the sequence proves the lease
 	err := lease.WithPartition(ctx, st, req.TP, o.Lease, func(ctx context.Context) error {
 		r = RunPartition(ctx, st, req)
 		return nil
@@ -619,8 +634,12 @@ func encodeLocal(p *Progress, done []layout.RetentionDone) ([]byte, error) {
 	return out.Bytes(), nil
 }
 
+// maxProgressFileBytes caps the local progress file (one line per
+// partition: far above a fleet's).
+const maxProgressFileBytes = 1 << 30
+
 func loadProgress(path string) (*Progress, error) {
-	b, err := os.ReadFile(path)
+	b, err := localfile.ReadInput(path, maxProgressFileBytes)
 	if err != nil {
 		return nil, err
 	}

@@ -141,12 +141,24 @@ func RunPartition(ctx context.Context, st store.Store, req Request) *Result {
 	if !plan.Changes() {
 		// An interrupted trim left the head ahead of the binding: finish
 		// the sequence (the head's trim is durable; only the binding lags).
+		// The partition reports that trim, from the binding's log start,
+		// and the garbage it made (the sealed segments between the two),
+		// which the interrupted run could not record.
 		if b.ObservedLogStart < res.Head.Trim && !req.DryRun {
+			from := b.ObservedLogStart
+			garbage, err := sealedBytesBetween(ctx, counter, b.StreamID, from, res.Head.Trim)
+			if err != nil {
+				return fail(err)
+			}
 			tr, err := trim(ctx, counter, b, etag, res.Head.Trim, res, true, req.Hooks)
 			out.Trim = tr
 			if err != nil {
 				return fail(err)
 			}
+			out.CurrentLogStart, out.NewLogStart = from, res.Head.Trim
+			p := plan
+			p.CurrentLogStart, p.NewLogStart, p.GarbageSize = from, res.Head.Trim, garbage
+			out.Plan = &p
 		}
 		return out
 	}
@@ -248,6 +260,34 @@ func importedOpenSegment(res *recovery.Result) *layout.ImportedSegment {
 		return os
 	}
 	return nil
+}
+
+// sealedBytesBetween is the bytes of the COMMITTED generations ending in
+// (from, to]: the sealed segments a trim from from to to made garbage,
+// while gc has not collected them (a manifest already gone counts
+// nothing).
+func sealedBytesBetween(ctx context.Context, st store.Store, sid string, from, to int64) (int64, error) {
+	gens, err := layout.ListGenerations(ctx, st, sid)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, gen := range gens {
+		g, _, err := layout.LoadGeneration(ctx, st, sid, gen)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		if g.Kind != layout.KindCommitted || g.End <= from || g.End > to {
+			continue
+		}
+		for _, ob := range g.Objects {
+			n += ob.Size
+		}
+	}
+	return n, nil
 }
 
 // sealTimesOf maps the generation of each sealed segment without record

@@ -20,11 +20,17 @@ const (
 	StepBinding    = "binding"    // the binding's observed_log_start was CASed
 )
 
-// Hooks lets tests and the crash harness act between steps.
+// Hooks lets tests and the crash harness act between steps, and the
+// partition lease fence the steps.
 type Hooks struct {
 	// After is called after each step completes; an error stops the
 	// sequence there (as a crash would).
 	After func(step string) error
+	// Fence, when set, is called before each write of the sequence (the
+	// pre-trim checkpoint, the head CAS, the binding CAS): it proves the
+	// partition lease the trim runs under is still this run's
+	// (lease.Fence), so a run paused past its lease writes nothing.
+	Fence func(ctx context.Context, step string) error
 }
 
 func (h Hooks) after(step string) error {
@@ -32,6 +38,13 @@ func (h Hooks) after(step string) error {
 		return nil
 	}
 	return h.After(step)
+}
+
+func (h Hooks) fence(ctx context.Context, step string) error {
+	if h.Fence == nil {
+		return nil
+	}
+	return h.Fence(ctx, step)
 }
 
 // maxCASAttempts bounds re-reads after a lost precondition (a broker
@@ -94,7 +107,7 @@ func trim(ctx context.Context, st store.Store, b *layout.Binding, bindingETag st
 		// The head already carries the trim: a retry after the head CAS.
 		out.AlreadyDone = true
 		out.CurrentLogStart = b.ObservedLogStart
-		return out, finishBinding(ctx, st, b, bindingETag, h.Trim, nil, out)
+		return out, finishBinding(ctx, st, b, bindingETag, h.Trim, nil, out, hooks)
 	}
 	if target > h.Head {
 		return nil, fmt.Errorf("trim %s to %d: %s: the head is %d", name, target, ErrOffsetOutOfRange, h.Head)
@@ -124,6 +137,9 @@ func trim(ctx context.Context, st store.Store, b *layout.Binding, bindingETag st
 	if c := res.Chosen; c != nil && c.Anchor >= target {
 		ref = &layout.CheckpointRef{Key: c.Key, SHA256: c.SHA256, Anchor: c.Anchor}
 	} else {
+		if err := hooks.fence(ctx, "trim "+StepCheckpoint); err != nil {
+			return nil, fmt.Errorf("trim %s: %w", name, err)
+		}
 		cr, err := recovery.CreateFrom(ctx, st, b, bindingETag, res, false)
 		if err != nil {
 			return nil, fmt.Errorf("trim %s: pre-trim checkpoint: %w", name, err)
@@ -168,6 +184,9 @@ func trim(ctx context.Context, st store.Store, b *layout.Binding, bindingETag st
 		nh := *cur
 		nh.Trim = target
 		nh.Version++
+		if err := hooks.fence(ctx, "trim "+StepHead); err != nil {
+			return out, fmt.Errorf("trim %s: %w", name, err)
+		}
 		_, err = layout.Replace(ctx, st, layout.HeadKey(b.StreamID), &nh, etag)
 		if err == nil {
 			out.HeadMutated = true
@@ -194,7 +213,7 @@ func trim(ctx context.Context, st store.Store, b *layout.Binding, bindingETag st
 	}
 
 	// 4. The binding's observed log start and checkpoint reference.
-	if err := finishBinding(ctx, st, b, bindingETag, cur.Trim, ref, out); err != nil {
+	if err := finishBinding(ctx, st, b, bindingETag, cur.Trim, ref, out, hooks); err != nil {
 		return out, err
 	}
 	return out, hooks.after(StepBinding)
@@ -203,7 +222,7 @@ func trim(ctx context.Context, st store.Store, b *layout.Binding, bindingETag st
 // finishBinding CASes observed_log_start up to trim and checkpoint_ref to
 // ref when it is newer: first on b as last read or written (etag, when
 // known), then on the binding re-read after a lost precondition.
-func finishBinding(ctx context.Context, st store.Store, b *layout.Binding, etag string, trim int64, ref *layout.CheckpointRef, out *TrimResult) error {
+func finishBinding(ctx context.Context, st store.Store, b *layout.Binding, etag string, trim int64, ref *layout.CheckpointRef, out *TrimResult, hooks Hooks) error {
 	for attempt := 0; ; attempt++ {
 		cur := b
 		if attempt > 0 || etag == "" {
@@ -227,6 +246,9 @@ func finishBinding(ctx context.Context, st store.Store, b *layout.Binding, etag 
 			return nil
 		}
 		nb.Version++
+		if err := hooks.fence(ctx, "trim "+StepBinding); err != nil {
+			return fmt.Errorf("trim %s: %w", b.Name(), err)
+		}
 		_, err := layout.Replace(ctx, st, layout.BindingKey(b.Topic, b.Partition), &nb, etag)
 		if err == nil {
 			*b = nb

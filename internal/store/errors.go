@@ -33,10 +33,29 @@ func isFSPermission(err error) bool {
 }
 
 // isPermanentFault reports what WithRetry never retries beyond Retryable's
-// list: permission and credential failures, however a backend wrapped
-// them.
+// list: permission and credential failures, and the file system's answers
+// that the same call gets again however often it is sent (isFSPermanent),
+// however a backend wrapped them.
 func isPermanentFault(err error) bool {
-	return IsPermanent(err) || IsAccessDenied(err) || errors.Is(err, ErrCredentials) || errors.Is(err, ErrNoSuchBucket)
+	return IsPermanent(err) || IsAccessDenied(err) || errors.Is(err, ErrCredentials) || errors.Is(err, ErrNoSuchBucket) || isFSPermanent(err)
+}
+
+// permanentErrnos are the file system's refusals no retry within a call's
+// backoff changes: a file larger than the process may write (EFBIG,
+// RLIMIT_FSIZE), a full disk or quota (ENOSPC, EDQUOT), a path that is a
+// folder where a file is wanted or is not empty (EISDIR, ENOTEMPTY), a
+// name too long or a symlink loop (ENAMETOOLONG, ELOOP), a special file
+// where an object is wanted (ENXIO: a FIFO without a writer, opened
+// without blocking).
+var permanentErrnos = []syscall.Errno{syscall.EFBIG, syscall.ENOSPC, syscall.EDQUOT, syscall.EISDIR, syscall.ENOTEMPTY, syscall.ENAMETOOLONG, syscall.ELOOP, syscall.ENXIO}
+
+func isFSPermanent(err error) bool {
+	for _, e := range permanentErrnos {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // OpError is a store call's failure as the decorators see it: the

@@ -104,6 +104,15 @@ var (
 	_ Closer = (*File)(nil)
 )
 
+// The modes file:// creates its files and folders with: owner only. The
+// objects are Kafka record payloads (and the documents that locate them),
+// which no other local user may read; several operators share a store by
+// running as one user (docs/layout.md, "file://").
+const (
+	filePerm os.FileMode = 0o600
+	dirPerm  os.FileMode = 0o700
+)
+
 const (
 	reservedPrefix  = ".nereus-"
 	tmpPrefix       = ".nereus-tmp-"
@@ -203,6 +212,43 @@ func mapErr(op, key string, err error) error {
 	return fmt.Errorf("%s %s: %w", op, key, err)
 }
 
+// open opens name inside the store root for reading without blocking:
+// O_NONBLOCK, so a FIFO (or another special file) where an object or a
+// folder is expected is opened at once, for the caller's fstat to refuse,
+// instead of waiting in open(2) for a writer that never comes. A regular
+// file or a folder reads as usual.
+func (f *File) open(name string) (*os.File, error) {
+	return f.root.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+}
+
+// notRegular is the error for a key that names a special file (a FIFO, a
+// socket, a device): permanent, naming the key and what it is.
+func notRegular(op, key string, mode fs.FileMode) error {
+	return Permanent(fmt.Errorf("%s %s: not a regular file but a %s: %w", op, key, FileKind(mode), ErrNotRegular))
+}
+
+// ErrNotRegular: a file:// key names a special file (a FIFO, a socket, a
+// device) or a symlink to one, which no object is.
+var ErrNotRegular = errors.New("not a regular file")
+
+// FileKind names what a file that is not a regular one is: a folder, a
+// named pipe (FIFO), a socket, a device.
+func FileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "folder"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file (" + m.Type().String() + ")"
+}
+
 // isEscape recognises os.Root's refusal of a path that leaves the root.
 func isEscape(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "path escapes from parent")
@@ -227,7 +273,7 @@ func (f *File) dirFile(dir string) *os.File {
 	if d != nil {
 		return d
 	}
-	d, err := f.root.Open(dir)
+	d, err := f.open(dir)
 	if err != nil {
 		return nil
 	}
@@ -270,7 +316,7 @@ func (f *File) openRead(key string) (*os.File, error) {
 		return fh, nil
 	}
 	f.opens.Add(1)
-	return f.root.Open(key)
+	return f.open(key)
 }
 
 // stat opens key and returns its info with digests.
@@ -288,7 +334,7 @@ func (f *File) stat(op, key string) (ObjectInfo, error) {
 		return ObjectInfo{}, fmt.Errorf("%s %s: %w (a folder of other keys)", op, key, ErrNotFound)
 	}
 	if !fi.Mode().IsRegular() {
-		return ObjectInfo{}, fmt.Errorf("%s %s: not a regular file", op, key)
+		return ObjectInfo{}, notRegular(op, key, fi.Mode())
 	}
 	d, err := f.digests(key, fh, fi)
 	if err != nil {
@@ -314,7 +360,7 @@ func (f *File) Get(ctx context.Context, key string, r *Range) ([]byte, error) {
 // folder did not take (a symlink, a missing key, a folder, an I/O error).
 func (f *File) getGeneral(key string, r *Range) ([]byte, error) {
 	f.opens.Add(1)
-	fh, err := f.root.Open(key)
+	fh, err := f.open(key)
 	if err != nil {
 		return nil, mapErr("get", key, err)
 	}
@@ -327,7 +373,7 @@ func (f *File) getGeneral(key string, r *Range) ([]byte, error) {
 		return nil, fmt.Errorf("get %s: %w (a folder of other keys)", key, ErrNotFound)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("get %s: not a regular file", key)
+		return nil, notRegular("get", key, fi.Mode())
 	}
 	lo, hi := rangeBounds(fi.Size(), r)
 	buf := make([]byte, hi-lo)
@@ -434,7 +480,8 @@ func (f *File) Put(ctx context.Context, key string, data []byte, g Guard) (Objec
 
 func (f *File) commitErr(key string, err error) error {
 	if errors.Is(err, syscall.EISDIR) || errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("put %s: the key is a folder of other keys (file:// keeps keys as paths): %w", key, err)
+		// As permanent as the folder is: a retry meets it again.
+		return Permanent(fmt.Errorf("put %s: the key is a folder of other keys (file:// keeps keys as paths): %w", key, err))
 	}
 	return mapErr("put", key, err)
 }
@@ -453,12 +500,12 @@ func (f *File) writeTemp(key, dir string, data []byte) (string, time.Time, error
 				continue
 			}
 			if errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrExist) {
-				return "", time.Time{}, fmt.Errorf("put %s: a parent of the key is an object (file:// keeps keys as paths): %w", key, err)
+				return "", time.Time{}, Permanent(fmt.Errorf("put %s: a parent of the key is an object (file:// keeps keys as paths): %w", key, err))
 			}
 			return "", time.Time{}, mapErr("put", key, err)
 		}
 		name := path.Join(dir, tmpPrefix+randHex(8))
-		fh, err := f.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		fh, err := f.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 		if errors.Is(err, fs.ErrNotExist) {
 			last = err
 			continue
@@ -505,7 +552,7 @@ func (f *File) mkdirs(dir string) error {
 	parts := strings.Split(dir, "/")
 	for i := range parts {
 		p := strings.Join(parts[:i+1], "/")
-		err := f.root.Mkdir(p, 0o755)
+		err := f.root.Mkdir(p, dirPerm)
 		switch {
 		case err == nil:
 			created = append(created, p)
@@ -530,7 +577,7 @@ func (f *File) mkdirs(dir string) error {
 }
 
 func (f *File) syncDir(dir string) error {
-	d, err := f.root.Open(dir)
+	d, err := f.open(dir)
 	if err != nil {
 		return err
 	}
@@ -644,7 +691,7 @@ func (e dirEntry) info(f *File, p string) (fs.FileInfo, error) {
 // only after startAfter (the entries at or under what sorts before it
 // dropped before anything is stat'ed).
 func (f *File) readDirNames(dir, startAfter string) ([]dirEntry, error) {
-	d, err := f.root.Open(dir)
+	d, err := f.open(dir)
 	if err != nil {
 		return nil, err
 	}

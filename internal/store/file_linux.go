@@ -209,7 +209,7 @@ func (f *File) readSizedInFolder(key string, buf []byte) ([]byte, ObjectInfo, bo
 // (fstatat relative to the folder, no symlink followed). ReadDir on a
 // folder opened through an os.Root would stat every entry.
 func (f *File) readDirTyped(dir string) ([]dirEntry, error) {
-	d, err := f.root.Open(dir)
+	d, err := f.open(dir)
 	if err != nil {
 		return nil, err
 	}

@@ -48,7 +48,7 @@ func (f *File) lock(ctx context.Context, key string) (*fileLock, error) {
 		token, f.owner, os.Getpid(), time.Now().UTC().Format(time.RFC3339Nano))
 	wait := time.Millisecond
 	for {
-		fh, err := f.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		fh, err := f.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 		if err == nil {
 			_, werr := fh.WriteString(body)
 			cerr := fh.Close()
@@ -60,7 +60,7 @@ func (f *File) lock(ctx context.Context, key string) (*fileLock, error) {
 		}
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			if err := f.root.MkdirAll(lockDir, 0o755); err != nil {
+			if err := f.root.MkdirAll(lockDir, dirPerm); err != nil {
 				return nil, fmt.Errorf("create lock folder: %w", err)
 			}
 			continue
@@ -128,7 +128,7 @@ func (f *File) breakIfStale(name string) bool {
 	// Only one breaker at a time, and only of the very lock judged stale:
 	// a fresh lock created after another breaker's removal has a new token.
 	brk := name + ".break"
-	fh, err := f.root.OpenFile(brk, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	fh, err := f.root.OpenFile(brk, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 	if err != nil {
 		if fi, serr := f.root.Stat(brk); serr == nil && time.Since(fi.ModTime()) > f.stale {
 			_ = f.root.Remove(brk) // a breaker died between two syscalls

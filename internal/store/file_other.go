@@ -37,7 +37,7 @@ func (f *File) readSizedInFolder(string, []byte) ([]byte, ObjectInfo, bool) {
 // entries' types (ReadDir stats every entry here: the types are right,
 // the stats not saved).
 func (f *File) readDirTyped(dir string) ([]dirEntry, error) {
-	d, err := f.root.Open(dir)
+	d, err := f.open(dir)
 	if err != nil {
 		return nil, err
 	}

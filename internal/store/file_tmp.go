@@ -65,7 +65,7 @@ func (f *File) ListTempFiles(ctx context.Context, now time.Time, grace time.Dura
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		d, err := f.root.Open(dir)
+		d, err := f.open(dir)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && dir != "." {
 				return nil // removed meanwhile (a Delete empties folders)

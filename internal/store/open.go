@@ -63,7 +63,7 @@ func Open(ctx context.Context, rawURL string, opt OpenOptions) (Store, error) {
 			return nil, fmt.Errorf("open store %q: a file:// URL takes no host (%q): want file:///absolute/dir or file://./relative/dir", shown, host)
 		}
 		if opt.Create {
-			if err := os.MkdirAll(rest, 0o755); err != nil {
+			if err := os.MkdirAll(rest, dirPerm); err != nil {
 				return nil, fmt.Errorf("open store %s: create directory: %w", shown, err)
 			}
 		}

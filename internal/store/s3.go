@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // S3Config selects an S3 bucket (and an optional key prefix in it) and how
@@ -166,6 +167,11 @@ func newS3Client(ctx context.Context, c S3Config) (*s3.Client, string, error) {
 	}
 	if endpoint == nil && client.Options().Region == "" {
 		return nil, "", fmt.Errorf("open s3 store s3://%s: no region (set --s3-region or AWS_REGION)", c.Bucket)
+	}
+	if r := client.Options().Region; r != "" && !validRegion(r) {
+		// The SDK would fail every request at endpoint resolution, before
+		// sending it: say so once, at open.
+		return nil, "", fmt.Errorf("open s3 store s3://%s: region %q (--s3-region, AWS_REGION or the shared config): want letters, digits, '-' and '.' (such as us-east-1)", c.Bucket, r)
 	}
 	shown := ""
 	if endpoint != nil {
@@ -327,8 +333,13 @@ func (s *S3) mapErr(op, key string, g Guard, err error) error {
 		return Permanent(fmt.Errorf("%s in %s: %w (s3 %s)", what, s, ErrCredentials, code))
 	case "NoSuchBucket":
 		return Permanent(fmt.Errorf("%s in %s: %w (s3 %s)", what, s, ErrNoSuchBucket, code))
-	case "InvalidBucketName", "PermanentRedirect":
+	case "InvalidBucketName", "PermanentRedirect",
+		// The request itself is wrong: sent again, it is refused again.
+		"InvalidArgument", "InvalidRequest", "MalformedXML", "KeyTooLongError", "MethodNotAllowed",
+		"NotImplemented", "InvalidObjectState", "InvalidStorageClass", "InvalidLocationConstraint":
 		return Permanent(fmt.Errorf("%s in %s: %w", what, s, err))
+	case "EntityTooLarge":
+		return fmt.Errorf("%s in %s: %w (s3 %s)", what, s, ErrTooLarge, code)
 	}
 	var ce *credentialsError
 	var se *v4.SigningError
@@ -338,7 +349,47 @@ func (s *S3) mapErr(op, key string, g Guard, err error) error {
 		// errors), which helps no one: say what is missing.
 		return Permanent(fmt.Errorf("%s in %s: %w: no usable AWS credentials in the default chain", what, s, ErrCredentials))
 	}
+	if neverSent(err) {
+		return Permanent(fmt.Errorf("%s in %s: the request could not be built, so it was never sent: %w", what, s, err))
+	}
 	return fmt.Errorf("%s in %s: %w", what, s, err)
+}
+
+// neverSent reports an SDK failure before the request went out: its
+// parameters, endpoint resolution (an invalid region), signing inputs or
+// serialization. The same call fails the same way however often it is
+// retried. A failure to send it (a network error), a response of any
+// kind, or the context ending is not one.
+func neverSent(err error) bool {
+	var oe *smithy.OperationError
+	if !errors.As(err, &oe) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if errCode(err) != "" {
+		return false // an answer from the server
+	}
+	var (
+		resp *smithyhttp.ResponseError
+		send *smithyhttp.RequestSendError
+		de   *smithy.DeserializationError
+		ce   *smithy.CanceledError
+	)
+	return !errors.As(err, &resp) && !errors.As(err, &send) && !errors.As(err, &de) && !errors.As(err, &ce)
+}
+
+// validRegion reports a region the SDK can put in an endpoint host name:
+// 1 to 63 letters, digits, '-' and '.', neither first nor last a '-' or
+// a '.' (the SDK's host-label rule).
+func validRegion(r string) bool {
+	if len(r) == 0 || len(r) > 63 || strings.ContainsAny(r[:1]+r[len(r)-1:], "-.") {
+		return false
+	}
+	for _, c := range r {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 func unquote(etag *string) string {

@@ -197,7 +197,32 @@ func ReadObjectInto(ctx context.Context, st store.Store, o layout.StreamObject, 
 // object, not a torn write a reader may cut off as a broker's log recovery
 // does for its own last segment.
 func ScanObject(o layout.StreamObject, data []byte, verifyCRC bool, fn func(Batch) error) error {
+	return ScanObjectWith(o, data, ScanOptions{VerifyCRC: verifyCRC}, fn)
+}
+
+// ScanOptions steer ScanObjectWith.
+type ScanOptions struct {
+	// VerifyCRC checks every batch's CRC-32C before fn sees it.
+	VerifyCRC bool
+	// Epochs is the stream head's leader-epoch record
+	// (layout.Head.LeaderEpochs): every batch from its first mark on must
+	// carry the partition leader epoch the record gives for its base
+	// offset. The field lies outside the batch CRC and an open-segment
+	// object is in no manifest, so without it a flipped leader epoch
+	// there goes unseen. "" checks nothing.
+	Epochs string
+}
+
+// ScanObjectWith is ScanObject with options: the CRC check, and the
+// leader epochs against the head's record.
+func ScanObjectWith(o layout.StreamObject, data []byte, opt ScanOptions, fn func(Batch) error) error {
+	marks, err := layout.ParseLeaderEpochs(opt.Epochs)
+	if err != nil {
+		return fmt.Errorf("scan %s: the head's %w: %w", o.Key, err, kafka.ErrCorrupt)
+	}
+	inForce := -1 // the mark covering the batch, while batches come in order
 	var sc *kafka.Scanner
+	verifyCRC := opt.VerifyCRC
 	if verifyCRC {
 		sc = kafka.NewScannerVerify(data)
 	} else {
@@ -210,6 +235,15 @@ func ScanObject(o layout.StreamObject, data []byte, verifyCRC bool, fn func(Batc
 			return fmt.Errorf("scan %s at byte %d: %w: batch [%d, %d] outside the object's range [%d, %d) or out of order", o.Key, sc.Pos(), kafka.ErrCorrupt, h.BaseOffset, h.LastOffset(), next, o.End)
 		}
 		next = h.LastOffset() + 1
+		if len(marks) > 0 && h.BaseOffset >= marks[0].Start {
+			for inForce+1 < len(marks) && marks[inForce+1].Start <= h.BaseOffset {
+				inForce++
+			}
+			if want := marks[inForce]; h.PartitionLeaderEpoch != want.Epoch {
+				return fmt.Errorf("object %s: batch at offset %d (byte %d): %w: partition leader epoch %d, the stream head records epoch %d from offset %d (leader_epochs)",
+					o.Key, h.BaseOffset, sc.Pos(), kafka.ErrCorrupt, h.PartitionLeaderEpoch, want.Epoch, want.Start)
+			}
+		}
 		if err := fn(Batch{Header: h, Raw: sc.Batch(), Object: o, Pos: sc.Pos()}); err != nil {
 			return err
 		}

@@ -89,6 +89,10 @@ func OpenWriter(ctx context.Context, st store.Store, sid string, cfg layout.Topi
 	if len(gens) > 0 && w.lastGen < gens[len(gens)-1] {
 		w.lastGen = gens[len(gens)-1]
 	}
+	// A roll whose next append did not happen left the head's
+	// leader-epoch record unpruned: prune it as the roll did (written
+	// with the next append).
+	w.head.LeaderEpochs = pruneEpochs(h.LeaderEpochs, w.segBase)
 	objs, err := layout.ListObjects(ctx, st, sid)
 	if err != nil {
 		return nil, err
@@ -179,6 +183,7 @@ func (w *Writer) Append(ctx context.Context, batches [][]byte) error {
 	nh := w.head
 	nh.Head = next
 	nh.Version++
+	nh.LeaderEpochs = recordEpochs(w.head.LeaderEpochs, batches)
 	if err := w.casHead(ctx, nh); err != nil {
 		return err
 	}
@@ -266,7 +271,58 @@ func (w *Writer) RollWith(ctx context.Context, next int64, empties []layout.Empt
 	}
 	w.lastGen = gen
 	w.segBase, w.segBytes, w.segFirst, w.segMaxTs, w.segObjs = w.head.Head, 0, -1, -1, nil
+	// The sealed segment's bytes are in its manifest now (crc32c): the
+	// head's leader-epoch record keeps only the mark in force at the new
+	// segment's base. The head written with the next append carries it.
+	w.head.LeaderEpochs = pruneEpochs(w.head.LeaderEpochs, w.head.Head)
 	return nil
+}
+
+// recordEpochs is the head's leader-epoch record after batches are
+// appended (layout.Head.LeaderEpochs): a mark wherever a batch's
+// partition leader epoch differs from the one in force. A record that
+// does not parse, or would pass layout.MaxLeaderEpochMarks marks, is
+// dropped, and the next append starts a new one at its first batch (a
+// reader checks from the first mark on: a record describes every batch
+// from there, an absent one checks nothing, never wrongly).
+func recordEpochs(rec string, batches [][]byte) string {
+	marks, err := layout.ParseLeaderEpochs(rec)
+	if err != nil {
+		return ""
+	}
+	changed := false
+	for _, b := range batches {
+		h, err := kafka.ParseHeader(b)
+		if err != nil {
+			return "" // Append checked every header before
+		}
+		if n := len(marks); n > 0 && marks[n-1].Epoch == h.PartitionLeaderEpoch {
+			continue
+		}
+		if len(marks) == layout.MaxLeaderEpochMarks {
+			return ""
+		}
+		marks = append(marks, layout.LeaderEpochMark{Epoch: h.PartitionLeaderEpoch, Start: h.BaseOffset})
+		changed = true
+	}
+	if !changed {
+		return rec
+	}
+	return layout.FormatLeaderEpochs(marks)
+}
+
+// pruneEpochs keeps of a leader-epoch record the marks from the one in
+// force at base on.
+func pruneEpochs(rec string, base int64) string {
+	marks, err := layout.ParseLeaderEpochs(rec)
+	if err != nil || len(marks) == 0 {
+		return ""
+	}
+	i := 0
+	for i+1 < len(marks) && marks[i+1].Start <= base {
+		i++
+	}
+	return layout.FormatLeaderEpochs(marks[i:])
 }
 
 // PublishGeneration writes g under the first free generation number at or

@@ -357,7 +357,7 @@ func openSegment(ctx context.Context, st store.Store, h *layout.Head, objs []lay
 		if o.Progress != nil {
 			o.Progress(int64(len(data)))
 		}
-		if err := stream.ScanObject(ob, data, true, func(stream.Batch) error { return nil }); err != nil {
+		if err := stream.ScanObjectWith(ob, data, stream.ScanOptions{VerifyCRC: true, Epochs: h.LeaderEpochs}, func(stream.Batch) error { return nil }); err != nil {
 			check := CheckStructure
 			if errors.Is(err, kafka.ErrCRC) {
 				check = CheckCRC

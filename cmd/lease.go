@@ -45,7 +45,7 @@ func leaseErr(tp layout.TopicPartition, err error) error {
 		return exitcode.BlockedErr(fmt.Errorf("%s: %w", tp, he),
 			fmt.Sprintf("another job is changing %s; wait for it (its lease expires at %s unless renewed), or rerun with a longer --lease-wait",
 				tp, he.Until.UTC().Format(time.RFC3339)))
-	case errors.Is(err, layout.ErrCorruptDocument) && errkind.HintOf(err) != "":
+	case errors.Is(err, lease.ErrCorruptLease):
 		// The partition's lease document does not decode (its hint names
 		// 'lease break'): corruption, exit 3.
 		return exitcode.Wrap(exitcode.Verify, fmt.Errorf("%s: %w", tp, err), errkind.HintOf(err))

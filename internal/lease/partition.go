@@ -19,6 +19,11 @@ import (
 // holder's (exit 4, blocked).
 var ErrHeld = errors.New("lease held")
 
+// ErrCorruptLease marks a lease document that does not decode (with the
+// document's own error): it blocks every job that needs the lease until
+// 'nereusctl lease break' removes it.
+var ErrCorruptLease = errors.New("corrupt lease")
+
 // Unwrap lets errors.Is(err, ErrHeld) find a held lease.
 func (e *HeldError) Unwrap() error { return ErrHeld }
 
@@ -326,5 +331,5 @@ func corruptHint(name string, err error) error {
 	if tp, ok := PartitionOf(name); ok {
 		what = tp.String()
 	}
-	return errkind.MarkHint(err, errkind.Corrupt, fmt.Sprintf("the lease document %s does not decode and blocks every job that needs it; break it with 'nereusctl lease break %s' (docs/runbooks/leases.md)", layout.LeaseKey(name), what))
+	return errkind.MarkHint(fmt.Errorf("%w: %w", ErrCorruptLease, err), errkind.Corrupt, fmt.Sprintf("the lease document %s does not decode and blocks every job that needs it; break it with 'nereusctl lease break %s' (docs/runbooks/leases.md)", layout.LeaseKey(name), what))
 }

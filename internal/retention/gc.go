@@ -344,153 +344,210 @@ func (rep *GCReport) record(items []GCItem) {
 	}
 }
 
-// gcPartition finds one partition's garbage, in deletion order.
+// gcPartition finds one partition's garbage, in deletion order, by the
+// steps of docs/ARCHITECTURE.md ("Trim, retention run, gc"): the health
+// gate; the generations (live, below the trim, compacted); the superseded
+// views; the checkpoints and the retention floor; what lies below the
+// trim; the leftovers off the chain or beyond the head; the compaction
+// task.
 func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, o GCOptions) ([]GCItem, GCPartition, error) {
-	gp := GCPartition{Partition: tp.String()}
+	p, err := gcGate(ctx, st, tp, o)
+	if err != nil {
+		return nil, p.gp, err
+	}
+	p.generations()
+	if err := p.supersededViews(ctx, st); err != nil {
+		return nil, p.gp, err
+	}
+	p.checkpoints(ctx, st)
+	p.belowTrimItems()
+	p.leftovers()
+	return p.items(ctx, st)
+}
+
+// gcScan is one partition's garbage collection as it is decided.
+type gcScan struct {
+	o        GCOptions
+	b        *layout.Binding
+	h        *layout.Head
+	obs      *health.Observed
+	gp       GCPartition
+	name     string
+	modified map[string]store.ObjectInfo // the objects listed, by key
+
+	referenced    map[string]bool // objects a live generation, view or checkpoint needs
+	belowTrim     []*layout.Generation
+	compacted     []*layout.Generation
+	lastSealedEnd int64
+	floor         bool // a valid checkpoint at or above the trim keeps what lies below
+
+	dataItems, manifestItems, cpItems, viewItems, viewManifests []GCItem
+}
+
+// gcGate loads the binding and passes the health gate: what is garbage
+// depends on documents that decode and agree, on a head that was not
+// rolled back, and on manifests that name every live object; a partition
+// that fails it is refused whole (nothing in it is collected). A partition
+// that is only blocked — quarantined coverage whose damage only a deep read
+// shows — keeps its garbage rules: the set's members and sources are kept
+// for repair.
+func gcGate(ctx context.Context, st store.Store, tp layout.TopicPartition, o GCOptions) (*gcScan, error) {
+	p := &gcScan{o: o, gp: GCPartition{Partition: tp.String()}, name: tp.String(), referenced: map[string]bool{}, lastSealedEnd: -1}
 	b, _, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
 	if err != nil {
-		return nil, gp, err
+		return p, err
 	}
-	// The health gate: what is garbage depends on documents that decode
-	// and agree, on a head that was not rolled back, and on manifests that
-	// name every live object; a partition that fails it is refused whole
-	// (nothing in it is collected).
 	hrep, obs, err := health.Gather(ctx, st, b, health.Prior{})
 	if err != nil {
-		return nil, gp, err
+		return p, err
 	}
 	if len(hrep.Findings) > 0 {
-		// (A partition that is only blocked — quarantined coverage whose
-		// damage only a deep read shows — keeps its garbage rules: the
-		// set's members and sources are kept for repair.)
-		return nil, gp, fmt.Errorf("%w; deleting nothing in this partition: run 'nereusctl verify %s'", hrep.Err(), tp)
+		return p, fmt.Errorf("%w; deleting nothing in this partition: run 'nereusctl verify %s'", hrep.Err(), tp)
 	}
-	h := obs.Head
-	gp.Trim = h.Trim
-	objs := obs.Objects
-	modified := map[string]store.ObjectInfo{}
-	for _, ob := range objs {
-		modified[ob.Key] = store.ObjectInfo{Key: ob.Key, Size: ob.Size, ETag: ob.ETag, Modified: ob.Modified}
+	p.b, p.h, p.obs = b, obs.Head, obs
+	p.gp.Trim = p.h.Trim
+	p.modified = make(map[string]store.ObjectInfo, len(obs.Objects))
+	for _, ob := range obs.Objects {
+		p.modified[ob.Key] = store.ObjectInfo{Key: ob.Key, Size: ob.Size, ETag: ob.ETag, Modified: ob.Modified}
 	}
-	name := tp.String()
-	var dataItems, manifestItems, cpItems []GCItem
-	referenced := map[string]bool{}
-	var belowTrim []*layout.Generation
-	lastSealedEnd := int64(-1)
-	genInfos := obs.GenerationInfos
-	genModified := map[string]store.ObjectInfo{}
-	for _, in := range genInfos {
-		genModified[in.Key] = in
-	}
-	// Compacted generations: the coverage's members (ACTIVE or QUARANTINED)
-	// and their sources are kept (repair --regenerate needs the sources);
-	// so is anything newer than the set (a compaction in flight). Older
-	// ones were superseded.
-	keepGen := map[int64]bool{}
-	maxMember := int64(-1)
-	var compacted []*layout.Generation
-	for _, m := range b.Coverage.Members {
-		keepGen[m.Gen] = true
-		maxMember = max(maxMember, m.Gen)
-	}
-	for _, m := range obs.Manifests {
-		g := m.G // every manifest decoded: the gate passed
+	return p, nil
+}
+
+// generations sorts the manifests (every one decoded: the gate passed):
+// COMMITTED ones wholly below the trim, the live ones (their objects
+// referenced), the compacted ones.
+func (p *gcScan) generations() {
+	for _, m := range p.obs.Manifests {
+		g := m.G
 		if g.Kind == layout.KindTopicCompacted {
-			compacted = append(compacted, g)
-			if keepGen[g.Gen] {
-				for _, src := range g.Sources {
-					keepGen[src.Gen] = true
-				}
-			}
+			p.compacted = append(p.compacted, g)
 			continue
 		}
 		if g.Kind == layout.KindCommitted {
-			lastSealedEnd = max(lastSealedEnd, g.End)
-			if g.End <= h.Trim {
-				belowTrim = append(belowTrim, g)
+			p.lastSealedEnd = max(p.lastSealedEnd, g.End)
+			if g.End <= p.h.Trim {
+				p.belowTrim = append(p.belowTrim, g)
 				continue
 			}
 		}
 		for _, ob := range g.Objects {
-			referenced[ob.Key] = true
+			p.referenced[ob.Key] = true
 		}
 	}
-	var viewItems, viewManifests []GCItem
-	for _, g := range compacted {
-		key := layout.GenerationKey(b.StreamID, g.Gen)
-		if keepGen[g.Gen] || g.Gen > maxMember || !old(genModified[key], o) {
+}
+
+// supersededViews: the coverage's members (ACTIVE or QUARANTINED) and their
+// sources are kept (repair --regenerate needs the sources); so is anything
+// newer than the set (a compaction in flight). Older compacted generations
+// were superseded, and NTC2 objects no kept generation references are an
+// abandoned run's: both garbage once older than the grace.
+func (p *gcScan) supersededViews(ctx context.Context, st store.Store) error {
+	keepGen := map[int64]bool{}
+	maxMember := int64(-1)
+	for _, m := range p.b.Coverage.Members {
+		keepGen[m.Gen] = true
+		maxMember = max(maxMember, m.Gen)
+	}
+	for _, g := range p.compacted {
+		if keepGen[g.Gen] {
+			for _, src := range g.Sources {
+				keepGen[src.Gen] = true
+			}
+		}
+	}
+	genModified := make(map[string]store.ObjectInfo, len(p.obs.GenerationInfos))
+	for _, in := range p.obs.GenerationInfos {
+		genModified[in.Key] = in
+	}
+	for _, g := range p.compacted {
+		key := layout.GenerationKey(p.b.StreamID, g.Gen)
+		if keepGen[g.Gen] || g.Gen > maxMember || !old(genModified[key], p.o) {
 			for _, ob := range g.Objects {
-				referenced[ob.Key] = true
+				p.referenced[ob.Key] = true
 			}
 			continue
 		}
-		viewManifests = append(viewManifests, GCItem{Key: key, Category: GarbageCompacted, Partition: tp.String()})
+		p.viewManifests = append(p.viewManifests, GCItem{Key: key, Category: GarbageCompacted, Partition: p.name})
 	}
 	var views []store.ObjectInfo
-	if obs.HaveCompacted {
-		for _, in := range obs.Compacted {
+	if p.obs.HaveCompacted {
+		for _, in := range p.obs.Compacted {
 			views = append(views, in)
 		}
 		sort.Slice(views, func(i, j int) bool { return views[i].Key < views[j].Key })
-	} else if views, err = st.List(ctx, layout.CompactedPrefix(b.StreamID)); err != nil {
-		return nil, gp, err
-	}
-	for _, in := range views {
-		if !referenced[in.Key] && old(in, o) {
-			viewItems = append(viewItems, GCItem{Key: in.Key, Size: in.Size, Category: GarbageCompacted, Partition: tp.String()})
+	} else {
+		var err error
+		if views, err = st.List(ctx, layout.CompactedPrefix(p.b.StreamID)); err != nil {
+			return err
 		}
 	}
+	for _, in := range views {
+		if !p.referenced[in.Key] && old(in, p.o) {
+			p.viewItems = append(p.viewItems, GCItem{Key: in.Key, Size: in.Size, Category: GarbageCompacted, Partition: p.name})
+		}
+	}
+	return nil
+}
 
-	// Checkpoints: those anchored at or above the trim are kept, with the
-	// object their anchor names; so is the binding's reference.
-	cps := obs.Checkpoints
-	floor := false
-	for _, in := range cps {
+// checkpoints: those anchored at or above the trim are kept, with the
+// object their anchor names; so are the binding's reference and the
+// import's genesis. One valid checkpoint at or above the trim is the
+// retention floor (the others need no reading); those anchored below the
+// trim are garbage.
+func (p *gcScan) checkpoints(ctx context.Context, st store.Store) {
+	b, h, objs := p.b, p.h, p.obs.Objects
+	for _, in := range p.obs.Checkpoints {
 		anchor, _, err := layout.ParseCheckpointKey(in.Key)
 		if err != nil {
 			continue
 		}
 		ref := (b.CheckpointRef != nil && b.CheckpointRef.Key == in.Key) || (b.ImportGenesis() != nil && b.ImportGenesis().Key == in.Key)
 		if anchor >= h.Trim || ref {
-			// One valid checkpoint at or above the trim is the floor; the
-			// others need no reading.
-			if anchor >= h.Trim && !floor {
+			if anchor >= h.Trim && !p.floor {
 				if _, reason, _ := recovery.Check(ctx, st, b, h, recovery.AllObjects(objs), in); reason == "" {
-					floor = true
+					p.floor = true
 				}
 			}
 			for _, ob := range objs {
 				if ob.End == anchor && ob.Base < anchor {
-					referenced[ob.Key] = true
+					p.referenced[ob.Key] = true
 				}
 			}
 			continue
 		}
-		cpItems = append(cpItems, GCItem{Key: in.Key, Size: in.Size, Category: GarbageCheckpoint, Partition: name})
+		p.cpItems = append(p.cpItems, GCItem{Key: in.Key, Size: in.Size, Category: GarbageCheckpoint, Partition: p.name})
 	}
+}
 
-	// Below the trim: only with a valid checkpoint at or above the trim,
-	// which keeps the producer state those segments held.
-	if len(belowTrim) > 0 && !floor {
-		gp.Skipped = fmt.Sprintf("no valid checkpoint anchored at or above the trim %d keeps what the %d segments below it hold; run 'nereusctl checkpoint create %s' first", h.Trim, len(belowTrim), name)
-		cpItems = nil
-	} else {
-		for _, g := range belowTrim {
-			for _, ob := range g.Objects {
-				if referenced[ob.Key] {
-					continue
-				}
-				if _, ok := modified[ob.Key]; ok {
-					dataItems = append(dataItems, GCItem{Key: ob.Key, Size: ob.Size, Category: GarbageBelowTrim, Partition: name})
-				}
-				referenced[ob.Key] = true // handled
+// belowTrimItems: the objects and manifests of the segments wholly below
+// the trim, only with a retention floor, which keeps the producer state
+// those segments held (without one, nothing below the trim and no stale
+// checkpoint goes, and the report says why).
+func (p *gcScan) belowTrimItems() {
+	if len(p.belowTrim) > 0 && !p.floor {
+		p.gp.Skipped = fmt.Sprintf("no valid checkpoint anchored at or above the trim %d keeps what the %d segments below it hold; run 'nereusctl checkpoint create %s' first", p.h.Trim, len(p.belowTrim), p.name)
+		p.cpItems = nil
+		return
+	}
+	for _, g := range p.belowTrim {
+		for _, ob := range g.Objects {
+			if p.referenced[ob.Key] {
+				continue
 			}
-			manifestItems = append(manifestItems, GCItem{Key: layout.GenerationKey(b.StreamID, g.Gen), Category: GarbageBelowTrim, Partition: name})
+			if _, ok := p.modified[ob.Key]; ok {
+				p.dataItems = append(p.dataItems, GCItem{Key: ob.Key, Size: ob.Size, Category: GarbageBelowTrim, Partition: p.name})
+			}
+			p.referenced[ob.Key] = true // handled
 		}
+		p.manifestItems = append(p.manifestItems, GCItem{Key: layout.GenerationKey(p.b.StreamID, g.Gen), Category: GarbageBelowTrim, Partition: p.name})
 	}
+}
 
-	// Leftovers: beyond the head, or below it but off the chain and in no
-	// generation, once older than the grace period.
+// leftovers: objects beyond the head, or below it but off the chain and
+// in no generation, once older than the grace period (beyond the head,
+// never younger than MinBeyondHeadGrace: a live broker's append).
+func (p *gcScan) leftovers() {
+	objs, h := p.obs.Objects, p.h
 	first := stream.FirstOffset(objs, h.Head)
 	chain, chainErr := stream.Chain(objs, first, h.Head)
 	onChain := map[string]bool{}
@@ -498,39 +555,41 @@ func gcPartition(ctx context.Context, st store.Store, tp layout.TopicPartition, 
 		onChain[ob.Key] = true
 	}
 	for _, ob := range objs {
-		in := modified[ob.Key]
+		in := p.modified[ob.Key]
 		switch {
-		case referenced[ob.Key] || onChain[ob.Key] || !old(in, o):
-		case (ob.Base >= h.Head || ob.End > h.Head) && !in.Modified.IsZero() && o.Now.Sub(in.Modified) < MinBeyondHeadGrace:
-			// Maybe a live broker's append whose head CAS is still to
-			// come: never collected younger than the minimum grace.
-			gp.KeptBeyondHead++
+		case p.referenced[ob.Key] || onChain[ob.Key] || !old(in, p.o):
+		case (ob.Base >= h.Head || ob.End > h.Head) && !in.Modified.IsZero() && p.o.Now.Sub(in.Modified) < MinBeyondHeadGrace:
+			p.gp.KeptBeyondHead++
 		case ob.Base >= h.Head || ob.End > h.Head:
-			dataItems = append(dataItems, GCItem{Key: ob.Key, Size: ob.Size, Category: GarbageBeyondHead, Partition: name})
-		case chainErr == nil && ob.Base >= first && ob.End > lastSealedEnd:
+			p.dataItems = append(p.dataItems, GCItem{Key: ob.Key, Size: ob.Size, Category: GarbageBeyondHead, Partition: p.name})
+		case chainErr == nil && ob.Base >= first && ob.End > p.lastSealedEnd:
 			// Off the chain inside the open segment's range: a failed
 			// append's leftover.
-			dataItems = append(dataItems, GCItem{Key: ob.Key, Size: ob.Size, Category: GarbageOffChain, Partition: name})
+			p.dataItems = append(p.dataItems, GCItem{Key: ob.Key, Size: ob.Size, Category: GarbageOffChain, Partition: p.name})
 		}
 	}
-	sort.SliceStable(dataItems, func(i, j int) bool { return dataItems[i].Key < dataItems[j].Key })
-	items := append(append(append(append(dataItems, viewItems...), manifestItems...), viewManifests...), cpItems...)
+}
+
+// items is the garbage in deletion order — data objects, views, manifests,
+// view manifests, checkpoints — every key inside the stream's prefix, then
+// the stream's compaction task once older than the grace (collected here,
+// under the partition's lease, so never from under a running compaction).
+func (p *gcScan) items(ctx context.Context, st store.Store) ([]GCItem, GCPartition, error) {
+	sort.SliceStable(p.dataItems, func(i, j int) bool { return p.dataItems[i].Key < p.dataItems[j].Key })
+	items := append(append(append(append(p.dataItems, p.viewItems...), p.manifestItems...), p.viewManifests...), p.cpItems...)
 	for _, it := range items {
-		if !strings.HasPrefix(it.Key, layout.StreamPrefix(b.StreamID)) {
-			return nil, gp, fmt.Errorf("gc: refusing to delete %s outside stream %s", it.Key, b.StreamID)
+		if !strings.HasPrefix(it.Key, layout.StreamPrefix(p.b.StreamID)) {
+			return nil, p.gp, fmt.Errorf("gc: refusing to delete %s outside stream %s", it.Key, p.b.StreamID)
 		}
 	}
-	// The stream's compaction task, once older than the grace: collected
-	// here, under the partition's lease, so never from under a running
-	// compaction (which holds the lease).
-	tasks, err := st.List(ctx, compaction.TaskPrefix(b.StreamID))
+	tasks, err := st.List(ctx, compaction.TaskPrefix(p.b.StreamID))
 	if err != nil {
-		return nil, gp, err
+		return nil, p.gp, err
 	}
 	for _, in := range tasks {
-		if old(in, o) {
-			items = append(items, GCItem{Key: in.Key, Size: in.Size, Category: GarbageTask, Partition: name})
+		if old(in, p.o) {
+			items = append(items, GCItem{Key: in.Key, Size: in.Size, Category: GarbageTask, Partition: p.name})
 		}
 	}
-	return items, gp, nil
+	return items, p.gp, nil
 }

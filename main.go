@@ -5,9 +5,7 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
 	"runtime/pprof"
-	"syscall"
 
 	"github.com/nereusctl/nereusctl/cmd"
 )
@@ -30,14 +28,7 @@ func main() {
 }
 
 func run() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := cmd.SignalContext(context.Background())
 	defer stop()
-	go func() {
-		// The first SIGINT/SIGTERM cancels the run, which then exits 130
-		// with "interrupted: rerun the same command to resume"; a second
-		// one kills the process at once (the default action).
-		<-ctx.Done()
-		stop()
-	}()
 	return cmd.Execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
 }

@@ -23,7 +23,7 @@ else
 	go test -count=1 -run 'TestGoreleaserConfig' ./cmd/
 fi
 
-# The test-only crash harness (NEREUSCTL_TEST_CRASH_AFTER, crash_test.go)
+# The test-only crash harness (NEREUSCTL_TEST_CRASH_AFTER, e2e/crash_test.go)
 # must not be in the released binary: build it as .goreleaser.yaml does
 # and look for the variable's name.
 tmp="$(mktemp -d)"

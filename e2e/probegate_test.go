@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -97,7 +97,7 @@ func TestMutationsRefusedOnLaxS3(t *testing.T) {
 	if err := os.WriteFile(offsets, []byte(`{"partitions": [{"topic": "orders", "partition": 0, "offset": 10}], "version": 1}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	fixture, err := filepath.Abs(filepath.Join("testdata", "kafka", "kafka-uncompacted", "first_topic-2"))
+	fixture, err := filepath.Abs(filepath.Join("..", "testdata", "kafka", "kafka-uncompacted", "first_topic-2"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package e2e
 
 import (
 	"context"
@@ -493,7 +493,7 @@ func TestHeldLeaseBlocksEveryMutatingCommand(t *testing.T) {
 	})
 	t.Run("import", func(t *testing.T) {
 		dir, st := fresh(t)
-		src := filepath.Join("testdata", "kafka", "kafka-uncompacted")
+		src := filepath.Join("..", "testdata", "kafka", "kafka-uncompacted")
 		ents, err := os.ReadDir(src)
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"context"
@@ -19,10 +19,17 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testscript golden output (cmp) in place")
 
+// runAsMain is main's run: the context SIGINT and SIGTERM cancel.
+func runAsMain() int {
+	ctx, stop := cmd.SignalContext(context.Background())
+	defer stop()
+	return cmd.Execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
+}
+
 func TestMain(m *testing.M) {
 	// The crash harness re-executes this test binary as nereusctl.
 	if os.Getenv("NEREUSCTL_TEST_AS_CLI") == "1" {
-		os.Exit(run()) // as main does: SIGINT and SIGTERM cancel the run
+		os.Exit(runAsMain()) // as main does: SIGINT and SIGTERM cancel the run
 	}
 	// RunMain exits when the tests end (it never returns), so the S3 test
 	// servers are stopped inside m's Run. SeaweedFS, slow to start, starts
@@ -83,13 +90,13 @@ func scriptStore(ts *testscript.TestScript, keyArg string) (store.Store, string)
 // real main, on the embedded default (file://) store. Each script gets
 // $FIXTURES (testdata/kafka) and a fresh $WORK.
 func TestScripts(t *testing.T) {
-	testscript.Run(t, fileParams("testdata/script"))
+	testscript.Run(t, fileParams("../testdata/script"))
 }
 
 // TestScriptsSharedOnFile runs the scripts the S3 test runs (the end-to-end
 // runbook) on the embedded default too.
 func TestScriptsSharedOnFile(t *testing.T) {
-	testscript.Run(t, fileParams("testdata/script/s3"))
+	testscript.Run(t, fileParams("../testdata/script/s3"))
 }
 
 func fileParams(dir string) testscript.Params {
@@ -98,7 +105,7 @@ func fileParams(dir string) testscript.Params {
 		UpdateScripts: *update,
 		Cmds:          scriptCmds(),
 		Setup: func(e *testscript.Env) error {
-			fix, err := filepath.Abs(filepath.Join("testdata", "kafka"))
+			fix, err := filepath.Abs(filepath.Join("..", "testdata", "kafka"))
 			if err != nil {
 				return err
 			}
@@ -127,7 +134,7 @@ func testScriptsS3(t *testing.T, impl *s3server.Impl) {
 	srv := impl.Start(t)
 	var n atomic.Int64
 	testscript.Run(t, testscript.Params{
-		Dir:  "testdata/script/s3",
+		Dir:  "../testdata/script/s3",
 		Cmds: scriptCmds(),
 		Setup: func(e *testscript.Env) error {
 			// One bucket for the test, a prefix per script; a second

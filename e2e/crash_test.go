@@ -1,4 +1,4 @@
-package main
+package e2e
 
 import (
 	"bytes"
@@ -780,7 +780,7 @@ func TestKilledAtRandomTimes(t *testing.T) {
 			}
 		},
 		args: func(_, _ string) []string {
-			return []string{"import", "kafka-log", filepath.Join("testdata", "kafka", "kafka-2.7-compacted", "__consumer_offsets-39"), "--now", now}
+			return []string{"import", "kafka-log", filepath.Join("..", "testdata", "kafka", "kafka-2.7-compacted", "__consumer_offsets-39"), "--now", now}
 		},
 		rate: "8",
 		check: func(t *testing.T, dir string) {

@@ -1,6 +1,6 @@
 //go:build !linux && unix
 
-package main
+package e2e
 
 import (
 	"os"

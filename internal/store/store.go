@@ -31,7 +31,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"time"
 
@@ -233,18 +232,6 @@ func GetCapped(ctx context.Context, s Store, key string, max int64) ([]byte, err
 	}
 	if int64(len(b)) > max {
 		return nil, fmt.Errorf("read %s: %w: %d bytes, limit %d", key, ErrTooLarge, len(b), max)
-	}
-	return b, nil
-}
-
-// ReadAllCapped reads r up to max bytes and fails beyond.
-func ReadAllCapped(r io.Reader, max int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, max)
 	}
 	return b, nil
 }

@@ -64,16 +64,6 @@ func CheckNames() []string {
 	return out
 }
 
-// Guarantee returns what rests on the check name ("" for an unknown one).
-func Guarantee(name string) string {
-	for _, g := range guarantees {
-		if g.name == name {
-			return g.guarantee
-		}
-	}
-	return ""
-}
-
 // Check is one check's outcome.
 type Check = layout.ProbeCheck
 
@@ -94,9 +84,6 @@ func (r *Result) OK() bool {
 	}
 	return len(r.Checks) > 0
 }
-
-// Broken returns the checks that failed, in order.
-func (r *Result) Broken() []Check { return (&layout.StoreProbe{Checks: r.Checks}).Broken() }
 
 // ScratchPrefix is where a probe with nonce writes: tasks/probe-<nonce>/
 // (free workflow space: gc removes a leftover after its grace).

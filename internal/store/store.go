@@ -8,19 +8,23 @@
 // return credentials.
 //
 // Open parses a store URL into a backend (NewFile, NewS3, NewMem). The
-// decorators stack over any Store; the order that makes each do its job is
+// decorators stack over any Store; the command layer (cmd's
+// openMeteredStore, then the root command) builds, from the backend out,
 //
-//	counter := NewCounter(backend)          // counts every attempt sent
-//	limited := WithRateLimit(counter, rps)  // each attempt waits its turn
-//	s := WithRetry(limited, DefaultRetryPolicy())
+//	s := WithTimeout(backend, requestTimeout) // cuts each attempt
+//	s = WithLog(s, log)                       // each attempt at debug level
+//	s = WithRateLimit(s, rps)                 // file:// and mem:// only
+//	s = WithRetry(s, DefaultRetryPolicy())    // the only retry layer
+//	counter := NewCounter(s)                  // each call a command makes
 //
-// and a test's fault injector (internal/testutil/faultstore) goes directly over the backend. WithRetry is the
-// only retry layer (the S3 SDK's own retryer is off), so on s3:// each
-// attempt it makes is one HTTP request, which a Meter (OpenOptions.Meter)
-// counts, with its bytes, and rate-limits at the HTTP client: there the
-// budget is the Meter's, not WithRateLimit's. WithLog (each
-// request at debug level) goes directly over the backend, so it logs every
-// attempt; WithRetry logs its retries and give-ups on RetryPolicy.Log.
+// so the counter sees every call a command makes (a retried call counts
+// once), the log and the timeout every attempt, and a test's fault injector
+// (internal/testutil/faultstore) goes directly over the backend. WithRetry
+// is the only retry layer (the S3 SDK's own retryer is off), so on s3://
+// each attempt it makes is one HTTP request, which a Meter
+// (OpenOptions.Meter) counts, with its bytes, and rate-limits at the HTTP
+// client: there the budget is the Meter's, not WithRateLimit's. WithRetry
+// logs its retries and give-ups on RetryPolicy.Log.
 // CloseStore closes a backend through its decorators (each has Unwrap).
 //
 // Permanent failures (ErrAccessDenied, ErrCredentials, ErrNoSuchBucket,

@@ -255,7 +255,7 @@ func Partition(ctx context.Context, st store.Store, b *layout.Binding, o Options
 			return rep, fmt.Errorf("verify %s: checkpoints: %w", b.Name(), err)
 		}
 		for _, f := range crep.Findings {
-			add(Finding{Scope: ScopeCheckpoint, Gen: -1, Object: f.Key, Check: CheckCheckpoint + ":" + f.Check, Detail: f.Detail})
+			add(Finding{Scope: ScopeCheckpoint, Gen: -1, Object: f.Key, Check: CheckCheckpoint + ":" + string(f.Check), Detail: f.Detail})
 		}
 	}
 	coverageFindings := 0

@@ -18,7 +18,7 @@ import (
 
 type replayOptions struct {
 	full, compare, verifyCRC, plan bool
-	clock                    clockFlags
+	clock                          clockFlags
 }
 
 func newReplayCmd(g *globals) *cobra.Command {

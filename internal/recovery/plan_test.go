@@ -57,4 +57,3 @@ func TestPlanReplayMatchesReplay(t *testing.T) {
 		}
 	}
 }
-

@@ -17,8 +17,8 @@ import (
 
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
-	"github.com/nereusctl/nereusctl/internal/stream"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/stream"
 )
 
 // Cut is the offset a time answers and what a trim to it would do.

@@ -25,5 +25,6 @@ func addCommands(root *cobra.Command, g *globals) {
 		newRepairCmd(g),
 		newLeaseCmd(g),
 		newExplainCmd(g),
+		newSupportBundleCmd(g),
 	)
 }

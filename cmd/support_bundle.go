@@ -21,8 +21,30 @@ import (
 	"github.com/nereusctl/nereusctl/internal/localfile"
 )
 
+// bundleOutput is support-bundle's --output/-o: the global flag of the
+// same name is the output format, so one flag takes both: a format name
+// (table, wide, json, yaml) sets the format, anything else is the file.
+type bundleOutput struct {
+	file, format string
+}
+
+func (o *bundleOutput) String() string { return o.file }
+func (o *bundleOutput) Type() string   { return "FILE.tar.gz" }
+func (o *bundleOutput) Set(v string) error {
+	switch v {
+	case "table", "wide", "json", "yaml":
+		o.format = v
+	default:
+		if o.file != "" && o.file != v {
+			return fmt.Errorf("two bundle files (%s, %s): give one", o.file, v)
+		}
+		o.file = v
+	}
+	return nil
+}
+
 func newSupportBundleCmd(g *globals) *cobra.Command {
-	var output string
+	out := &bundleOutput{}
 	c := &cobra.Command{
 		Use:   "support-bundle --output FILE.tar.gz [TOPIC-PARTITION...]",
 		Short: "Write what an engineer needs to diagnose the store, without its data",
@@ -43,11 +65,17 @@ Never record data: no byte of a data object (.kb), a compacted view
 (.ntc2) or a checkpoint's sections (.nkc1), no record key or value; only
 JSON documents are copied from the store, each checked to be one. The
 store is only read. The archive is written to a temporary file beside
-FILE and renamed into place (mode 0600); an existing FILE is refused.` + exitStatusHelp("2 --output is missing, FILE exists, or a partition is malformed"),
+FILE and renamed into place (mode 0600); an existing FILE is refused.
+--output takes both the file and, as on every command, the output format
+(-o json): a format name is the format, anything else the file.` + exitStatusHelp("2 --output is missing, FILE exists, or a partition is malformed"),
 		Example: `  nereusctl support-bundle --output /tmp/nereus-support.tar.gz
   nereusctl support-bundle --output /tmp/orders.tar.gz orders-0 orders-1 -o json
   tar -tzf /tmp/nereus-support.tar.gz`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if out.format != "" {
+				g.cfg.Output = out.format
+			}
+			output := out.file
 			if output == "" {
 				return exitcode.UsageErr(fmt.Errorf("--output FILE.tar.gz is required"))
 			}
@@ -67,7 +95,7 @@ FILE and renamed into place (mode 0600); an existing FILE is refused.` + exitSta
 			return runSupportBundle(cmd, g, output, args, tps)
 		},
 	}
-	c.Flags().StringVar(&output, "output", "", "the tar.gz to write (must not exist)")
+	c.Flags().VarP(out, "output", "o", "the tar.gz to write (must not exist); -o table|wide|json|yaml is the output format, as on every command")
 	return c
 }
 
@@ -140,7 +168,7 @@ func runSupportBundle(cmd *cobra.Command, g *globals, output string, args []stri
 		var out, errb bytes.Buffer
 		// A run of its own (its own store handle, closed when it ends),
 		// on the store and S3 settings this run resolved.
-		child := &globals{stderr: &errb}
+		child := &globals{stderr: &errb, noMetrics: true}
 		code := execute(ctx, child, append(childFlags(g.cfg), c.args...), &out)
 		what := fmt.Sprintf("nereusctl %s -o json (exit %d)", strings.Join(c.args, " "), code)
 		files = append(files, bundle.File{Name: c.file, What: what, Data: out.Bytes()})

@@ -488,7 +488,9 @@ func openSegment(ctx context.Context, st store.Store, h *layout.Head, from int64
 	order := chain
 	if ps != nil {
 		order = append([]layout.StreamObject(nil), chain...)
-		sortByProof(order, func(ob layout.StreamObject) (int64, string) { return ps.provedAt(ob.Key, sizeOrUnknown(ob.Size), ""), ob.Key })
+		sortByProof(order, func(ob layout.StreamObject) (int64, string) {
+			return ps.provedAt(ob.Key, sizeOrUnknown(ob.Size), ""), ob.Key
+		})
 	}
 	if o.Total != nil && ps == nil {
 		// The sizes the listing knows (store.ListKeys on file:// knows

@@ -229,3 +229,35 @@ func SaveProofLedger(ctx context.Context, st store.Store, tp TopicPartition, sid
 	}
 	return nil, 0, fmt.Errorf("write proof ledger %s: it keeps changing: %w", key, store.ErrPreconditionFailed)
 }
+
+// DropProofs removes the entries of keys (objects gc deleted) from stream
+// sid's ledger with a CAS; nothing when the ledger has none of them, is
+// missing, or does not decode (the next deep run rebuilds it). A rerun
+// finds nothing left to drop.
+func DropProofs(ctx context.Context, st store.Store, tp TopicPartition, sid string, keys []string, nowMs int64) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	cur, etag, err := LoadProofLedger(ctx, st, sid)
+	if err != nil {
+		if IsCorrupt(err) {
+			return nil
+		}
+		return fmt.Errorf("drop proofs of %s: %w", sid, err)
+	}
+	if cur == nil {
+		return nil
+	}
+	idx := cur.Index()
+	var drop []string
+	for _, k := range keys {
+		if _, ok := idx[k]; ok {
+			drop = append(drop, k)
+		}
+	}
+	if len(drop) == 0 {
+		return nil
+	}
+	_, _, err = SaveProofLedger(ctx, st, tp, sid, cur, etag, ProofUpdate{Drop: drop}, nowMs)
+	return err
+}

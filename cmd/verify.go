@@ -30,6 +30,7 @@ type verifyOptions struct {
 	maxBytes      string
 	maxAge        string
 	plan          bool
+	now           string
 }
 
 func newVerifyCmd(g *globals) *cobra.Command {
@@ -130,6 +131,7 @@ partition as they finish (docs/json-output.md).` + exitStatusHelp("3 when any ch
 	c.Flags().StringVar(&o.maxBytes, "max-bytes", "", "with --deep: read at most this many bytes to prove objects (e.g. 50GiB), then stop at an object boundary (default: no bound)")
 	c.Flags().StringVar(&o.maxAge, "max-age", "", "freshness verdict: a proof:stale finding (exit 3) for every partition whose immutable objects are not all proved within this age (e.g. 7d); without --deep no object bytes are read")
 	c.Flags().BoolVar(&o.plan, "plan", false, "print the objects, bytes and requests the run would take; read no object bytes, write nothing")
+	c.Flags().StringVar(&o.now, "now", "", "the clock proofs are recorded at and judged against (RFC3339; default: now)")
 	return c
 }
 
@@ -357,7 +359,11 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 	}
 	defer prog.done()
 	start := time.Now()
-	nowMs := start.UnixMilli()
+	now, _, err := parseNow(o.now)
+	if err != nil {
+		return err
+	}
+	nowMs := now.UnixMilli()
 	base := verify.Options{Deep: o.deep, Sample: sample, NowMs: nowMs, Incremental: o.incremental, ReverifyAfter: reverify,
 		Budget: budget, Build: build(), MaxAge: maxAge, Plan: o.plan, WriteLedger: o.deep && !o.readOnly && !o.plan}
 	out := &verifyOut{g: g, o: o, tally: newVerifyTally()}

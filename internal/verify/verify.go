@@ -492,12 +492,12 @@ func openSegment(ctx context.Context, st store.Store, h *layout.Head, from int64
 			return ps.provedAt(ob.Key, sizeOrUnknown(ob.Size), ""), ob.Key
 		})
 	}
-	if o.Total != nil && ps == nil {
-		// The sizes the listing knows (store.ListKeys on file:// knows
-		// none: those are counted in as they are read).
+	if o.Total != nil {
+		// The sizes the listing knows of the due objects (store.ListKeys
+		// on file:// knows none: those are counted in as they are read).
 		var n int64
 		for _, ob := range chain {
-			if o.Sample.Has(ob.Key) && ob.Size > 0 {
+			if o.Sample.Has(ob.Key) && ob.Size > 0 && (ps == nil || ps.due(ps.provedAt(ob.Key, sizeOrUnknown(ob.Size), ""))) {
 				n += ob.Size
 			}
 		}
@@ -509,9 +509,6 @@ func openSegment(ctx context.Context, st store.Store, h *layout.Head, from int64
 		if ps != nil {
 			if !ps.gate(ob.Key, sizeOrUnknown(ob.Size), ps.provedAt(ob.Key, sizeOrUnknown(ob.Size), ""), true) {
 				continue
-			}
-			if o.Total != nil && ob.Size > 0 {
-				o.Total(ob.Size)
 			}
 		} else if !o.Sample.Has(ob.Key) {
 			continue
@@ -656,10 +653,11 @@ func checkObjects(ctx context.Context, st store.Store, ts []target, listed *stre
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	if o.Total != nil && o.Deep && ps == nil {
+	if o.Total != nil && o.Deep {
+		// The due objects' bytes (a budget may stop short of them).
 		var n int64
 		for _, t := range ts {
-			if o.Sample.Has(t.ref.Key) {
+			if o.Sample.Has(t.ref.Key) && (ps == nil || ps.due(t.provedMs)) {
 				n += t.ref.Size
 			}
 		}
@@ -759,9 +757,7 @@ func checkObjectBytes(ctx context.Context, st store.Store, t target, listed *str
 	}
 	deep := o.Deep && o.Sample.Has(t.ref.Key)
 	if deep && ps != nil {
-		if deep = ps.gate(t.ref.Key, t.ref.Size, t.provedMs, true); deep && o.Total != nil {
-			o.Total(t.ref.Size)
-		}
+		deep = ps.gate(t.ref.Key, t.ref.Size, t.provedMs, true)
 	}
 	var info store.ObjectInfo
 	var data []byte

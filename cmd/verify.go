@@ -423,7 +423,10 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 		r.Partitions = results(metrics.ResultOK, metrics.ResultBlocked, metrics.ResultFailed)
 		r.Findings = t.findingsByCheck
 		level := metrics.LevelDefault
-		if o.deep && sample == nil && !o.incremental && !budget.Bounded() {
+		// Deep: every object of the partitions proved within the window
+		// (a complete incremental run counts; one a budget stopped, or a
+		// --sample slice, does not).
+		if o.deep && sample == nil && (t.proof == nil || t.proof.Left == 0) {
 			level = metrics.LevelDeep
 		}
 		v := &metrics.Verify{Level: level, Complete: o.sel.all, BytesHashed: t.hashed, Partitions: t.verified}

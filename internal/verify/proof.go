@@ -330,13 +330,16 @@ func (ps *proofState) freshness(b *layout.Binding, live []immutable) *Finding {
 	}
 	for _, im := range live {
 		r.Objects++
-		r.Bytes += max(im.size, 0)
 		at := im.provedMs
 		if p, ok := added[im.key]; ok {
 			at = p.ProvedMs
+			if im.size < 0 {
+				im.size = p.Size // the listing gave none; the read did
+			}
 		} else if dropped[im.key] {
 			at = 0
 		}
+		r.Bytes += max(im.size, 0)
 		if at == 0 {
 			r.NeverProved++
 		}

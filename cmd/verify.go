@@ -715,8 +715,12 @@ func (o *verifyOut) finish(storeFindings []health.Finding, secs float64, budget 
 		if !p.Complete {
 			state = fmt.Sprintf("INCOMPLETE: %d objects (%d bytes) left, about %d more runs at this budget", p.Left, p.LeftBytes, p.RunsToFullCoverage)
 		}
-		fmt.Fprintf(w, "proof: %d objects (%d bytes): %d hashed (%d bytes), %d fresh; %s; %d unproved within %s (%d bytes), oldest proof %s old\n",
-			p.Objects, p.Bytes, p.Hashed, p.HashedBytes, p.Fresh, state, p.Unproved, time.Duration(p.WindowSeconds)*time.Second, p.UnprovedBytes, time.Duration(p.OldestProofAgeSeconds)*time.Second)
+		oldest := "oldest proof " + (time.Duration(p.OldestProofAgeSeconds) * time.Second).String() + " old"
+		if p.Objects > 0 && p.NeverProved == p.Objects {
+			oldest = "none proved"
+		}
+		fmt.Fprintf(w, "proof: %d objects (%d bytes): %d hashed (%d bytes), %d fresh; %s; %d unproved within %s (%d bytes), %s\n",
+			p.Objects, p.Bytes, p.Hashed, p.HashedBytes, p.Fresh, state, p.Unproved, time.Duration(p.WindowSeconds)*time.Second, p.UnprovedBytes, oldest)
 	}
 	return nil
 }

@@ -175,7 +175,7 @@ func RunPartition(ctx context.Context, st store.Store, req Request) *Result {
 			if err != nil {
 				return fail(err)
 			}
-			tr, err := trim(ctx, counter, b, etag, res.Head.Trim, res, true, req.Hooks)
+			tr, err := trim(ctx, counter, b, etag, res.Head.Trim, res, req.Hooks)
 			out.Trim = tr
 			if err != nil {
 				return fail(err)
@@ -216,7 +216,7 @@ func RunPartition(ctx context.Context, st store.Store, req Request) *Result {
 			return out
 		}
 	}
-	tr, err := trim(ctx, counter, b, etag, plan.NewLogStart, res, true, req.Hooks)
+	tr, err := trim(ctx, counter, b, etag, plan.NewLogStart, res, req.Hooks)
 	out.Trim = tr
 	if tr != nil {
 		out.Checkpoint = tr.Checkpoint

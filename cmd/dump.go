@@ -128,7 +128,7 @@ func (o *dumpOptions) target(cmd *cobra.Command, g *globals, arg string) (string
 func newDumpCmd(g *globals) *cobra.Command {
 	o := &dumpOptions{}
 	c := &cobra.Command{
-		Use:   "dump TOPIC-PARTITION",
+		Use:   "dump TOPIC-PARTITION | dump __consumer_offsets --group G | dump __transaction_state --txn ID",
 		Short: "Print a partition's batches and records, like kafka-dump-log",
 		Long: `Walk the partition's COMMITTED objects from the log start (or --from) to the
 head and print what kafka-dump-log prints for the partition's .log files,
@@ -153,6 +153,19 @@ UTF-8 as it is, a byte that is not UTF-8 as \xNN, a backslash as \\,
 newline, carriage return and tab as \n, \r, \t, other control characters
 as \xNN, so every record stays on one line and no byte is lost.
 
+--group G (with TOPIC __consumer_offsets) and --txn ID (with
+__transaction_state) read the partition Kafka's coordinator uses for the
+id, Utils.abs(id.hashCode()) % the topic's partition count (Java's String
+hashCode; Utils.abs maps Integer.MIN_VALUE to 0), and keep that id's
+records only (implying --deep and the topic's decoder). The count is the
+topic's bindings when they are partitions 0 to N-1; a store holding only
+some of them (an import of a few) needs --partition-count N (the cluster's
+offsets.topic.num.partitions or transaction.state.log.num.partitions,
+Kafka's default 50). --since and --until (RFC3339, or ms since the epoch)
+keep the records whose timestamp is in [since, until), on any topic; a
+batch is shown when it holds a record kept (a batch that fails its CRC is
+always shown).
+
 Every batch's CRC is checked, as kafka-dump-log does; a batch that fails is
 printed with isvalid: false and the dump goes on, then exits 3.
 --verify-crc=false reads headers only and prints "isvalid: unchecked".
@@ -161,11 +174,15 @@ With -o json every line is one JSON object: first {"type":"dump",…} with
 the bounds, then {"type":"batch",…} (with segment_base and
 segment_position; position is within the object) and, with --deep,
 {"type":"record",…} with key and value in base64 (null when absent).
-Nothing is written.` + exitStatusHelp("3 a batch failed its CRC or could not be decoded, the stream's objects are missing or corrupt, a compacted member (object or manifest) is missing or altered, or the binding does not decode"),
+Nothing is written.` + exitStatusHelp("1 --group/--txn: the coordinator partition has no binding in this store", "2 --group/--txn: the partition count is unknown (pass --partition-count), or a bad --since/--until", "3 a batch failed its CRC or could not be decoded, the stream's objects are missing or corrupt, a compacted member (object or manifest) is missing or altered, or the binding does not decode"),
 		Example: `  nereusctl dump orders-0 --count 10
   nereusctl dump orders-0 --print-data-log --count 5
   nereusctl dump __consumer_offsets-18 --deep --decoder offsets
-  nereusctl dump payments-0 --from 1200 --deep --verify-crc -o json`,
+  nereusctl dump payments-0 --from 1200 --deep --verify-crc -o json
+  # one group's commits, from its coordinator partition
+  nereusctl dump __consumer_offsets --group billing --partition-count 50
+  nereusctl dump __transaction_state --txn payments-tx-0-1
+  nereusctl dump orders-0 --deep --since 2026-11-08T00:00:00Z --until 2026-11-08T01:00:00Z`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opt, err := o.validate()

@@ -83,7 +83,8 @@ type Explanation struct {
 	// (missing or corrupt): the command exits 3 after printing.
 	Damage error `json:"-"`
 
-	key []byte // the record's key (never output)
+	key  []byte // the record's key (never output)
+	next int64  // the first record after the offset in its object (-1: none there)
 }
 
 // Bounds are the partition's offsets.
@@ -203,7 +204,7 @@ type Checkpoint struct {
 
 // Explain answers for offset (>= 0) of b.
 func Explain(ctx context.Context, st store.Store, b *layout.Binding, offset int64) (*Explanation, error) {
-	e := &Explanation{Topic: b.Topic, Partition: b.Partition, StreamID: b.StreamID, Offset: offset, Findings: []health.Finding{}}
+	e := &Explanation{Topic: b.Topic, Partition: b.Partition, StreamID: b.StreamID, Offset: offset, Findings: []health.Finding{}, next: -1}
 	h, _, err := layout.LoadHead(ctx, st, b.StreamID)
 	if err != nil {
 		return nil, fmt.Errorf("explain %s: read head: %w", b.Name(), err)
@@ -297,9 +298,13 @@ func Explain(ctx context.Context, st store.Store, b *layout.Binding, offset int6
 	}
 	if e.Record == nil {
 		e.Reason = ReasonNoRecord
-		e.Detail = fmt.Sprintf("no record has offset %d: the log cleaner removed it before the data came here (an offset gap); a fetch from %d returns the next record", offset, offset)
+		next := "the first record after it"
+		if e.next >= 0 {
+			next = fmt.Sprintf("offset %d", e.next)
+		}
+		e.Detail = fmt.Sprintf("no record has offset %d: the log cleaner removed it before the data came here (an offset gap); a fetch from %d returns %s", offset, offset, next)
 		if e.Batch != nil {
-			e.Detail = fmt.Sprintf("batch [%d, %d] holds no record at offset %d (the log cleaner removed it); a fetch from %d returns the next record", e.Batch.BaseOffset, e.Batch.LastOffset, offset, offset)
+			e.Detail = fmt.Sprintf("batch [%d, %d] holds no record at offset %d (the log cleaner removed it); a fetch from %d returns %s", e.Batch.BaseOffset, e.Batch.LastOffset, offset, offset, next)
 		}
 		return e, e.finish(b)
 	}
@@ -400,6 +405,11 @@ func (e *Explanation) locate(ctx context.Context, st store.Store, h *layout.Head
 	var found bool
 	err = stream.ScanObjectWith(o, data, stream.ScanOptions{Epochs: h.LeaderEpochs}, func(sb stream.Batch) error {
 		hd := sb.Header
+		if hd.BaseOffset > offset && e.next < 0 {
+			// The first batch after the offset: where a fetch from an
+			// offset gap continues.
+			e.next = hd.BaseOffset
+		}
 		if found || hd.LastOffset() < offset || hd.BaseOffset > offset {
 			return nil
 		}
@@ -421,6 +431,9 @@ func (e *Explanation) locate(ctx context.Context, st store.Store, h *layout.Head
 		}
 		for i := range dec.Records {
 			r := &dec.Records[i]
+			if r.Offset > offset && e.next < 0 {
+				e.next = r.Offset
+			}
 			if r.Offset != offset {
 				continue
 			}

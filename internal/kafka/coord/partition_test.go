@@ -3,6 +3,7 @@ package coord
 import (
 	"math"
 	"testing"
+	"unicode/utf16"
 )
 
 // The values are Java's: "abc".hashCode() == 96354, "".hashCode() == 0,
@@ -80,4 +81,60 @@ func TestGroupOf(t *testing.T) {
 	if _, ok := r.GroupOf(); ok {
 		t.Error("GroupOf of a truncated type-3 key: ok")
 	}
+}
+
+// javaHash is Java's String.hashCode computed in 64-bit arithmetic and
+// reduced mod 2^32 at the end: the reference the int32 loop must equal.
+func javaHash(s string) int32 {
+	var h uint64
+	for _, u := range utf16.Encode([]rune(s)) {
+		h = h*31 + uint64(u)
+	}
+	return int32(uint32(h))
+}
+
+// FuzzPartitionFor: for any id and partition count, the partition is in
+// [0, n), equals Utils.abs(hashCode) % n with the hash computed another
+// way, and GroupOf on any key never panics and, for a key that decodes as
+// an offset commit, names its group.
+func FuzzPartitionFor(f *testing.F) {
+	for _, s := range []string{"", "my-first-application", "payments-tx-0-0", "polygenelubricants", "\U0001F600x", "\xff\xfe"} {
+		f.Add(s, int32(50), []byte(nil))
+	}
+	k, _ := OffsetCommitKey{Version: 1, Group: "g1", Topic: "t"}.Encode()
+	f.Add("g1", int32(1), k)
+	f.Add("x", int32(7), []byte{0, 3, 0, 2, 'g', '2'})
+	f.Fuzz(func(t *testing.T, id string, n int32, key []byte) {
+		if n < 1 {
+			if _, err := PartitionFor(id, n); err == nil {
+				t.Fatalf("PartitionFor(%q, %d): no error", id, n)
+			}
+			return
+		}
+		p, err := PartitionFor(id, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := int64(javaHash(id))
+		if h < 0 {
+			h = -h
+		}
+		if h == 1<<31 {
+			h = 0 // Utils.abs(Integer.MIN_VALUE)
+		}
+		if p < 0 || p >= n || int64(p) != h%int64(n) {
+			t.Fatalf("PartitionFor(%q, %d) = %d, want %d", id, n, p, h%int64(n))
+		}
+		if JavaStringHashCode(id) != javaHash(id) {
+			t.Fatalf("hash of %q: %d, reference %d", id, JavaStringHashCode(id), javaHash(id))
+		}
+		r, err := DecodeOffsetsRecord(key, nil)
+		if err != nil {
+			return
+		}
+		g, ok := r.GroupOf()
+		if r.OffsetCommitKey != nil && (!ok || g != r.OffsetCommitKey.Group) {
+			t.Fatalf("GroupOf = %q, %v; key group %q", g, ok, r.OffsetCommitKey.Group)
+		}
+	})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/testutil/faultstore"
 	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
@@ -358,5 +359,45 @@ func TestReadOnlyAndPlanWriteNoLedger(t *testing.T) {
 		if _, err := mem.Head(ctx, layout.ProofKey(b.StreamID)); err == nil {
 			t.Fatalf("%+v wrote a ledger", o)
 		}
+	}
+}
+
+// TestKilledRunRerunsToTheSameLedger: a run whose ledger write failed (a
+// kill before it, a lost connection) or whose response was lost (the
+// write landed) reruns to the ledger an uninterrupted run writes.
+func TestKilledRunRerunsToTheSameLedger(t *testing.T) {
+	ctx := context.Background()
+	ref := newDemoStore(t)
+	b := loadB(t, ref, ordersTP)
+	deepRun(t, ref, ordersTP, verify.Options{})
+	want, err := ref.Get(ctx, layout.ProofKey(b.StreamID), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fault := range []string{"fail", "lose"} {
+		t.Run(fault, func(t *testing.T) {
+			mem := newDemoStore(t)
+			fs := faultstore.New(mem)
+			if fault == "fail" {
+				fs.FailNth(store.VerbPut, 1, layout.ProofKey(b.StreamID), nil)
+			} else {
+				fs.LoseResponseNth(store.VerbPut, 1, layout.ProofKey(b.StreamID))
+			}
+			o := verify.Options{Deep: true, ReadOnly: true, WriteLedger: true, Build: "test-build", NowMs: t0}
+			r := verify.Named(ctx, fs, ordersTP, o)
+			if fault == "fail" && r.Err() == nil {
+				t.Fatal("the failed ledger write is not the partition's error")
+			}
+			if fs.Fired() != 1 {
+				t.Fatalf("%d faults fired, want 1", fs.Fired())
+			}
+			if r := verify.Named(ctx, fs, ordersTP, o); r.Err() != nil || len(r.Findings) != 0 {
+				t.Fatalf("rerun: %v %+v", r.Err(), r.Findings)
+			}
+			got, err := mem.Get(ctx, layout.ProofKey(b.StreamID), nil)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("rerun's ledger differs from an uninterrupted run's (%v):\n%s\n---\n%s", err, got, want)
+			}
+		})
 	}
 }

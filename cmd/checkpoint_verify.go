@@ -149,7 +149,7 @@ func renderCheckpointVerify(g *globals, reps []*checkpointVerifyPartition, readO
 		rows := [][]string{}
 		for _, r := range reps {
 			for _, f := range r.Findings {
-				rows = append(rows, []string{f.Partition, f.Check, f.Key, f.Detail})
+				rows = append(rows, []string{f.Partition, string(f.Check), f.Key, f.Detail})
 			}
 		}
 		if len(rows) > 0 {

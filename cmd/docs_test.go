@@ -246,7 +246,7 @@ func TestLayoutSchemas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := lease.Acquire(ctx, st, "retention", lease.Holder(), time.Minute, nil)
+	l, err := lease.Acquire(ctx, st, "retention", lease.Holder(), time.Minute, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,6 +88,9 @@ func checkMetricsSettings(cfg *Config) (*metrics.Gateway, error) {
 // settings from the environment or a config file are for the scheduled
 // commands and ignored elsewhere).
 func (g *globals) startMetrics(cmd *cobra.Command) error {
+	if g.noMetrics {
+		return nil // a run inside support-bundle: the scheduled job's metrics are not its own
+	}
 	path := commandPath(cmd)
 	label, scheduled := scheduledCommands[path]
 	if !scheduled {

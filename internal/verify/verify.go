@@ -387,7 +387,7 @@ func Partition(ctx context.Context, st store.Store, b *layout.Binding, o Options
 		bad := map[string]bool{}
 		for _, f := range crep.Findings {
 			bad[f.Key] = true
-			add(Finding{Scope: ScopeCheckpoint, Gen: -1, Object: f.Key, Check: CheckCheckpoint + ":" + f.Check, Detail: f.Detail})
+			add(Finding{Scope: ScopeCheckpoint, Gen: -1, Object: f.Key, Check: CheckCheckpoint + ":" + string(f.Check), Detail: f.Detail})
 		}
 		if ps != nil {
 			for _, in := range ckpts {

@@ -66,9 +66,10 @@ What only --deep finds: on s3:// the default level trusts the listing's size
 and ETag (the MD5 the store recorded at upload), so a byte changed at rest —
 bit rot, a disk or replication fault under the store — is invisible to it;
 only reading the bytes (--deep) finds it. On file:// the ETag is the MD5 of
-the bytes as they are now, so the default level catches a changed byte there
-too. Batch CRCs and SHA-256 against the manifest are --deep's alone on every
-store.
+the bytes as of the file's last change of inode, size or mtime (kept in an
+extended attribute until then): the default level sees an edit there, not a
+change below the file system that keeps all three. Batch CRCs and SHA-256
+against the manifest are --deep's alone on every store (docs/s3.md).
 
 The proof ledger (streams/<sid>/proof.json, docs/layout.md): every --deep
 run records, for each immutable object it read and found clean (COMMITTED
@@ -198,6 +199,11 @@ type proofTotals struct {
 	LedgerBytes           int64 `json:"ledger_bytes"`
 	MaxRequests           int64 `json:"max_requests"`
 	MaxBytes              int64 `json:"max_bytes"`
+	// UsedRequests and UsedBytes are what the run read within the budget
+	// (BudgetSpent: it stopped at it).
+	UsedRequests int64 `json:"used_requests"`
+	UsedBytes    int64 `json:"used_bytes"`
+	BudgetSpent  bool  `json:"budget_spent"`
 	// Plan totals the partitions' plans (--plan).
 	Plan *verify.Plan `json:"plan,omitempty"`
 }
@@ -650,6 +656,8 @@ func (o *verifyOut) finish(storeFindings []health.Finding, secs float64, budget 
 	}
 	if t.proof != nil {
 		t.proof.MaxRequests, t.proof.MaxBytes = budget.MaxRequests, budget.MaxBytes
+		t.proof.UsedRequests, t.proof.UsedBytes = budget.Used()
+		t.proof.BudgetSpent = budget.Spent()
 		t.proof.Complete = t.proof.Left == 0
 		left, leftBytes := t.proof.Left, t.proof.LeftBytes
 		if o.o.plan && t.proof.Plan != nil {

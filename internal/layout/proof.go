@@ -167,9 +167,6 @@ type ProofUpdate struct {
 	Live map[string]bool
 }
 
-// Empty reports whether the update changes nothing.
-func (u ProofUpdate) Empty() bool { return len(u.Add) == 0 && len(u.Drop) == 0 && u.Live == nil }
-
 // apply returns l (nil: empty) with u applied, for stream sid at nowMs.
 func (u ProofUpdate) apply(l *ProofLedger, tp TopicPartition, sid string, nowMs int64) *ProofLedger {
 	m := map[string]Proof{}

@@ -12,6 +12,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/testutil/faultstore"
 	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
@@ -359,4 +360,103 @@ func TestReadOnlyAndPlanWriteNoLedger(t *testing.T) {
 			t.Fatalf("%+v wrote a ledger", o)
 		}
 	}
+}
+
+// TestKilledRunRerunsToTheSameLedger: a run whose ledger write failed (a
+// kill before it, a lost connection) or whose response was lost (the
+// write landed) reruns to the ledger an uninterrupted run writes.
+func TestKilledRunRerunsToTheSameLedger(t *testing.T) {
+	ctx := context.Background()
+	ref := newDemoStore(t)
+	b := loadB(t, ref, ordersTP)
+	deepRun(t, ref, ordersTP, verify.Options{})
+	want, err := ref.Get(ctx, layout.ProofKey(b.StreamID), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fault := range []string{"fail", "lose"} {
+		t.Run(fault, func(t *testing.T) {
+			mem := newDemoStore(t)
+			fs := faultstore.New(mem)
+			if fault == "fail" {
+				fs.FailNth(store.VerbPut, 1, layout.ProofKey(b.StreamID), nil)
+			} else {
+				fs.LoseResponseNth(store.VerbPut, 1, layout.ProofKey(b.StreamID))
+			}
+			o := verify.Options{Deep: true, ReadOnly: true, WriteLedger: true, Build: "test-build", NowMs: t0}
+			r := verify.Named(ctx, fs, ordersTP, o)
+			if fault == "fail" && r.Err() == nil {
+				t.Fatal("the failed ledger write is not the partition's error")
+			}
+			if fs.Fired() != 1 {
+				t.Fatalf("%d faults fired, want 1", fs.Fired())
+			}
+			if r := verify.Named(ctx, fs, ordersTP, o); r.Err() != nil || len(r.Findings) != 0 {
+				t.Fatalf("rerun: %v %+v", r.Err(), r.Findings)
+			}
+			got, err := mem.Get(ctx, layout.ProofKey(b.StreamID), nil)
+			if err != nil || !bytes.Equal(got, want) {
+				t.Fatalf("rerun's ledger differs from an uninterrupted run's (%v):\n%s\n---\n%s", err, got, want)
+			}
+		})
+	}
+}
+
+// TestSampleWithIncremental: --sample n/t with --incremental hashes the
+// due objects of its slice only (checkpoints are not sampled: a restart
+// reads them); the t slices together prove everything once.
+func TestSampleWithIncremental(t *testing.T) {
+	mem := newDemoStore(t)
+	st := newRot(mem)
+	hashed := map[string]int{}
+	for n := 0; n < 3; n++ {
+		s := &verify.Sample{N: n, T: 3}
+		r := deepRun(t, st, ordersTP, verify.Options{Incremental: true, Sample: s, NowMs: t0 + int64(n)*1000, ReverifyAfter: 30 * day})
+		if len(r.Findings) != 0 {
+			t.Fatal(r.Findings)
+		}
+		for k := range st.objectReads() {
+			if strings.Contains(k, "/checkpoints/") {
+				continue
+			}
+			if !s.Has(k) {
+				// Outside the slice only a checkpoint's anchor object is
+				// read (by the checkpoint's check), never to prove it.
+				if !isAnchor(t, mem, k) {
+					t.Errorf("slice %d/3 read %s, outside its slice", n, k)
+				}
+				continue
+			}
+			hashed[k]++
+		}
+	}
+	r := deepRun(t, st, ordersTP, verify.Options{Incremental: true, NowMs: t0 + 5000, ReverifyAfter: 30 * day})
+	if r.Proof.Hashed != 0 || r.Proof.Unproved != 0 {
+		t.Fatalf("after the three slices: %d hashed, %d unproved", r.Proof.Hashed, r.Proof.Unproved)
+	}
+	for k, n := range hashed {
+		if n != 1 {
+			t.Errorf("%s hashed %d times", k, n)
+		}
+	}
+}
+
+// isAnchor reports whether object key ends at a checkpoint's anchor.
+func isAnchor(t *testing.T, st store.Store, key string) bool {
+	t.Helper()
+	_, end, err := layout.ParseObjectKey(key)
+	if err != nil {
+		return false
+	}
+	sid := strings.Split(key, "/")[1]
+	infos, err := st.List(context.Background(), layout.CheckpointsPrefix(sid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range infos {
+		if a, _, err := layout.ParseCheckpointKey(in.Key); err == nil && a == end {
+			return true
+		}
+	}
+	return false
 }

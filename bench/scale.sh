@@ -34,4 +34,7 @@ go run ./bench/scale -bin "$work/nereusctl" \
 	-only "${SCALE_ONLY:-}" \
 	-shard-parallel "${SCALE_SHARD_PARALLEL:-default,4}" \
 	-keep "${SCALE_KEEP:-}" \
-	-serve="${SCALE_SERVE:-false}"
+	-serve="${SCALE_SERVE:-false}" \
+	-restart-records "${SCALE_RESTART_RECORDS:-200000}" \
+	-restart-trace="${SCALE_RESTART_TRACE:-false}" \
+	-restart-full="${SCALE_RESTART_FULL:-true}"

@@ -100,6 +100,9 @@ type globals struct {
 	// probeNoted is set once the stored store probe result was looked at
 	// this run, and proved once a mutation's gate passed (probegate.go).
 	probeNoted, proved bool
+	// probeNote delivers the read-only warning noteStoreProbe reads (""
+	// for none); nil when no read is under way.
+	probeNote chan string
 	// metrics is the run of a scheduled command with a metrics output
 	// (--metrics-file, --push-gateway), written when it ends.
 	metrics *metricsRun
@@ -168,6 +171,7 @@ func execute(ctx context.Context, g *globals, args []string, stdout io.Writer) i
 	root.SetOut(out)
 	root.SetErr(stderr)
 	failed, err := root.ExecuteContextC(ctx)
+	g.finishStoreProbeNote()
 	if g.cancelDeadline != nil {
 		defer g.cancelDeadline()
 	}

@@ -582,7 +582,7 @@ func onlyRestart(only string) bool {
 // restart (replay from the newest checkpoint) and a full replay in round
 // trips of wall time (wall / delay, process start measured apart and
 // shown), the requests by method, the waves of requests the proxy saw
-// (arrivals more than half a delay after the previous one start a new
+// (arrivals more than three quarters of a delay after the first of a wave start a new
 // wave: dependent round trips), and the full replay's speed-up over one
 // request at a time (requests x delay / wall).
 func restart(bin string, env []string, endpoint string, delay time.Duration) error {
@@ -661,13 +661,15 @@ func restart(bin string, env []string, endpoint string, delay time.Duration) err
 	return nil
 }
 
-// waves counts the dependent rounds in arrivals: an arrival more than half
-// a delay after the first arrival of the current wave starts a new one.
+// waves counts the dependent rounds in arrivals: a request that waited for
+// another's answer arrives at least a delay after it, so an arrival more
+// than three quarters of a delay after the first of the current wave
+// starts a new one.
 func waves(arrivals []time.Time, delay time.Duration) int {
 	n := 0
 	var start time.Time
 	for _, a := range arrivals {
-		if n == 0 || a.Sub(start) > delay/2 {
+		if n == 0 || a.Sub(start) > delay*3/4 {
 			n++
 			start = a
 		}

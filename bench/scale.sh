@@ -30,6 +30,7 @@ trap 'rm -rf "$work"' EXIT
 go build -o "$work/nereusctl" .
 go run ./bench/scale -bin "$work/nereusctl" \
 	-partitions "${SCALE_PARTITIONS:-2001}" \
+	-records "${SCALE_RECORDS:-0}" \
 	-delay "${SCALE_DELAY:-20ms}" \
 	-only "${SCALE_ONLY:-}" \
 	-shard-parallel "${SCALE_SHARD_PARALLEL:-default,4}" \

@@ -112,6 +112,17 @@ PY
     in=$(stat bytes_in); keys=$(stat keys); objs=$(( $(stat source_objects) / ($(stat passes) + 1) ))
     [ "$shape" = busy ] && busy_keys=$keys
     report "compaction MB/s end to end (CLI), one core, $shape batches ($keys keys, $objs objects)" "(reported)" "$(python3 -c "print(round($in/$med/1e6))") MB/s median of 3, best $(python3 -c "print(round($in/$best/1e6))") ($in bytes in $med s)"
+    # The same run's raw read of the same object files (cat, one core):
+    # what the machine gives a pass over these bytes right now, so that a
+    # busy machine shows in the baseline as much as in the compaction.
+    rtimes=()
+    for i in 1 2 3; do
+      t0=$(now); find "$st/streams" -name '*.kb' -print0 | xargs -0 cat > /dev/null; t1=$(now)
+      rtimes+=("$(elapsed "$t0" "$t1")")
+    done
+    rmed=$(printf '%s\n' "${rtimes[@]}" | sort -n | sed -n 2p)
+    rbytes=$(find "$st/streams" -name '*.kb' -print0 | xargs -0 cat | wc -c)
+    report "compaction vs raw read of the same objects (cat), $shape batches" "(reported)" "$(python3 -c "print(round(($in/$med)/($rbytes/$rmed),3))")x: $(python3 -c "print(round($in/$med/1e6))") vs $(python3 -c "print(round($rbytes/$rmed/1e6))") MB/s ($rbytes bytes in $rmed s, median of 3)"
     report "compaction peak RSS vs 64 MiB + 24 B/key, $shape batches" "<= 1.0" "$(python3 -c "print(round(($rss*1024)/(64*2**20+24*$keys),2))") ($((rss/1024)) MiB, limit $(python3 -c "print(round((64*2**20+24*$keys)/2**20))") MiB)"
   done
   report "first touch of fresh memory (context for the CLI runs)" "(machine)" "$(go run ./bench/pagefault) us per 4 KiB page"

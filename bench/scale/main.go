@@ -177,7 +177,8 @@ func run(bin, gwBin string, partitions, records int, delay time.Duration, only s
 	// Two identical stores: the trimming retention run changes its store,
 	// so each parallelism gets its own.
 	prefixes := []string{"a", "b"}
-	if !hasParallel {
+	if !hasParallel || !wantsName(only, "retention") {
+		// (the second store is for the trimming run at the default)
 		prefixes = prefixes[:1]
 	}
 	fmt.Printf("scale: %s, %d partitions per user topic, %d records, %v per request, --parallel supported: %v\n", bin, perTopic, records, delay, hasParallel)
@@ -563,6 +564,19 @@ func createBucket(ctx context.Context, endpoint string) error {
 	})
 	_, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)})
 	return err
+}
+
+// wantsName reports whether -only is empty or names name.
+func wantsName(only, name string) bool {
+	if only == "" {
+		return true
+	}
+	for _, o := range strings.Split(only, ",") {
+		if o == name {
+			return true
+		}
+	}
+	return false
 }
 
 // onlyRestart: -only names the restart section (it runs alone: its store

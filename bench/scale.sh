@@ -30,8 +30,12 @@ trap 'rm -rf "$work"' EXIT
 go build -o "$work/nereusctl" .
 go run ./bench/scale -bin "$work/nereusctl" \
 	-partitions "${SCALE_PARTITIONS:-2001}" \
+	-records "${SCALE_RECORDS:-0}" \
 	-delay "${SCALE_DELAY:-20ms}" \
 	-only "${SCALE_ONLY:-}" \
 	-shard-parallel "${SCALE_SHARD_PARALLEL:-default,4}" \
 	-keep "${SCALE_KEEP:-}" \
-	-serve="${SCALE_SERVE:-false}"
+	-serve="${SCALE_SERVE:-false}" \
+	-restart-records "${SCALE_RESTART_RECORDS:-200000}" \
+	-restart-trace="${SCALE_RESTART_TRACE:-false}" \
+	-restart-full="${SCALE_RESTART_FULL:-true}"

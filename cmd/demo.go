@@ -33,8 +33,9 @@ func (o *demoOptions) addFlags(c *cobra.Command) {
 var demoTopics = []string{"orders", "payments", "customers", "__consumer_offsets", "__transaction_state"}
 
 func (o *demoOptions) validate() error {
-	if o.Partitions < 1 || o.Partitions > 1000 {
-		return exitcode.UsageErr(fmt.Errorf("--partitions %d: want 1..1000", o.Partitions))
+	if o.Partitions < 1 || o.Partitions > 40000 {
+		// (up to 40,000 a topic: the fleet benchmarks' 100,000 partitions)
+		return exitcode.UsageErr(fmt.Errorf("--partitions %d: want 1..40000", o.Partitions))
 	}
 	if o.Records < 0 {
 		return exitcode.UsageErr(fmt.Errorf("--records %d: want >= 0", o.Records))

@@ -86,7 +86,10 @@ func (g *globals) proveStore(ctx context.Context, st store.Store) error {
 
 // noteStoreProbe warns once per run, on stderr, when the store's stored
 // probe result failed: a read-only command still works, but no mutation
-// will until the store passes.
+// will until the store passes. The result is read while the command's
+// first reads are (it decides nothing the command does: on S3 it would
+// otherwise be a round trip of its own before the first one), and the
+// warning is written when the command returns (finishStoreProbeNote).
 func (g *globals) noteStoreProbe(ctx context.Context) {
 	if g.probeNoted {
 		return
@@ -95,17 +98,35 @@ func (g *globals) noteStoreProbe(ctx context.Context) {
 	if g.st == nil || !storeprobe.Needed(g.st) {
 		return
 	}
-	doc, _, err := layout.LoadStoreProbe(ctx, g.st)
-	if err != nil {
-		if !isNotFound(err) {
-			g.logger().Debug("store probe result not read", "error", err)
+	st := g.st
+	done := make(chan string, 1)
+	g.probeNote = done
+	go func() {
+		doc, _, err := layout.LoadStoreProbe(ctx, st)
+		if err != nil {
+			if !isNotFound(err) {
+				g.logger().Debug("store probe result not read", "error", err)
+			}
+			done <- ""
+			return
 		}
+		if t := storeprobe.TargetOf(st); doc.Store != t.Store || doc.Endpoint != t.Endpoint {
+			done <- "" // another store's, or through another endpoint: says nothing of this path
+			return
+		}
+		done <- storeprobe.Warning(doc)
+	}()
+}
+
+// finishStoreProbeNote waits for the stored probe result noteStoreProbe
+// reads and writes its warning, if any.
+func (g *globals) finishStoreProbeNote() {
+	if g.probeNote == nil {
 		return
 	}
-	if t := storeprobe.TargetOf(g.st); doc.Store != t.Store || doc.Endpoint != t.Endpoint {
-		return // another store's, or through another endpoint: says nothing of this path
-	}
-	if w := storeprobe.Warning(doc); w != "" {
+	w := <-g.probeNote
+	g.probeNote = nil
+	if w != "" {
 		fmt.Fprintf(g.stderr, "nereusctl: %s\n", w)
 	}
 }

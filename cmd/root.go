@@ -103,6 +103,9 @@ type globals struct {
 	// noMetrics: a command run inside another (support-bundle) writes and
 	// pushes no metrics, whatever the settings.
 	noMetrics bool
+	// probeNote delivers the read-only warning noteStoreProbe reads (""
+	// for none); nil when no read is under way.
+	probeNote chan string
 	// metrics is the run of a scheduled command with a metrics output
 	// (--metrics-file, --push-gateway), written when it ends.
 	metrics *metricsRun
@@ -171,6 +174,7 @@ func execute(ctx context.Context, g *globals, args []string, stdout io.Writer) i
 	root.SetOut(out)
 	root.SetErr(stderr)
 	failed, err := root.ExecuteContextC(ctx)
+	g.finishStoreProbeNote()
 	if g.cancelDeadline != nil {
 		defer g.cancelDeadline()
 	}

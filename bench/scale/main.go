@@ -52,6 +52,12 @@ var shardParallel = flag.String("shard-parallel", "default,4", "comma-separated 
 // next run with the same directory reuses it (only runs that do not trim
 // can share it: SCALE_ONLY without "retention"). serve keeps the gateway
 // and proxy up, printing how to reach them, until interrupted.
+var restartTrace = flag.Bool("restart-trace", false, "print every request of the restart section's runs with its arrival time")
+
+var restartFull = flag.Bool("restart-full", true, "the restart section also times a full replay")
+
+var restartRecords = flag.Int("restart-records", 200000, "records of the one partition the restart section replays (-only restart)")
+
 var (
 	keepDir = flag.String("keep", "", "directory that keeps the store across runs (the demo runs once)")
 	serve   = flag.Bool("serve", false, "after setup, keep the gateway and the proxy running and print their endpoints until interrupted (for profiling by hand)")
@@ -63,7 +69,7 @@ func main() {
 	partitions := flag.Int("partitions", 2001, "partitions in the store (3 user topics of N/3 each; the demo adds its coordinator partitions)")
 	records := flag.Int("records", 0, "records across the demo cluster (default 30 per partition)")
 	delay := flag.Duration("delay", 20*time.Millisecond, "delay the proxy adds to every request")
-	only := flag.String("only", "", "comma-separated commands to run (status,retention-dry,retention,checkpoint-verify,verify,gc-dry,shards)")
+	only := flag.String("only", "", "comma-separated commands to run (status,retention-dry,retention,checkpoint-verify,verify,gc-dry,shards; restart only when named)")
 	subset := flag.Int("subset", 100, "--parallel 1 runs cover only N partitions spread evenly over the store's (named on the command line) where the command takes a partition list: one at a time at 20 ms a request, the whole fleet would take hours")
 	flag.Parse()
 	if *bin == "" {
@@ -158,6 +164,9 @@ func run(bin, gwBin string, partitions, records int, delay time.Duration, only s
 		"AWS_ACCESS_KEY_ID="+accessKey, "AWS_SECRET_ACCESS_KEY="+secretKey, "AWS_REGION=us-east-1",
 		"AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_EC2_METADATA_DISABLED=true",
 		"XDG_CONFIG_HOME="+filepath.Join(work, "config"), "XDG_STATE_HOME="+filepath.Join(work, "state"))
+	if onlyRestart(only) {
+		return restart(bin, env, endpoint, delay)
+	}
 	perTopic := max(1, partitions/3)
 	if records == 0 {
 		records = 30 * 3 * perTopic
@@ -168,7 +177,8 @@ func run(bin, gwBin string, partitions, records int, delay time.Duration, only s
 	// Two identical stores: the trimming retention run changes its store,
 	// so each parallelism gets its own.
 	prefixes := []string{"a", "b"}
-	if !hasParallel {
+	if !hasParallel || !wantsName(only, "retention") {
+		// (the second store is for the trimming run at the default)
 		prefixes = prefixes[:1]
 	}
 	fmt.Printf("scale: %s, %d partitions per user topic, %d records, %v per request, --parallel supported: %v\n", bin, perTopic, records, delay, hasParallel)
@@ -554,4 +564,129 @@ func createBucket(ctx context.Context, endpoint string) error {
 	})
 	_, err := c.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)})
 	return err
+}
+
+// wantsName reports whether -only is empty or names name.
+func wantsName(only, name string) bool {
+	if only == "" {
+		return true
+	}
+	for _, o := range strings.Split(only, ",") {
+		if o == name {
+			return true
+		}
+	}
+	return false
+}
+
+// onlyRestart: -only names the restart section (it runs alone: its store
+// is one long partition, not the fleet).
+func onlyRestart(only string) bool {
+	for _, o := range strings.Split(only, ",") {
+		if o == "restart" {
+			return true
+		}
+	}
+	return false
+}
+
+// restart measures one long partition's restart through the proxy: the
+// demo's orders-0 with -restart-records records and a checkpoint every 1%
+// of its life, so the newest checkpoint leaves a 1% tail. It reports the
+// restart (replay from the newest checkpoint) and a full replay in round
+// trips of wall time (wall / delay, process start measured apart and
+// shown), the requests by method, the waves of requests the proxy saw
+// (arrivals more than three quarters of a delay after the first of a wave start a new
+// wave: dependent round trips), and the full replay's speed-up over one
+// request at a time (requests x delay / wall).
+func restart(bin string, env []string, endpoint string, delay time.Duration) error {
+	prefix := "restart-" + strconv.Itoa(*restartRecords)
+	marker := filepath.Join(*keepDir, "demo-"+prefix)
+	kept := false
+	if *keepDir != "" {
+		_, err := os.Stat(marker)
+		kept = err == nil
+	}
+	if !kept {
+		t0 := time.Now()
+		res := measure(bin, env, endpoint, prefix, nil, "demo", "--topics", "orders", "--partitions", "1", "--records", strconv.Itoa(*restartRecords), "--checkpoints", "99", "--no-tour", "-q")
+		if res.exit != 0 {
+			return fmt.Errorf("demo into prefix %s failed (exit %d)", prefix, res.exit)
+		}
+		fmt.Printf("setup: %d records of orders-0, 99 checkpoints, into s3://%s/%s directly (no delay): %.1f s\n", *restartRecords, bucket, prefix, time.Since(t0).Seconds())
+		if *keepDir != "" {
+			if err := os.WriteFile(marker, nil, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	proxy, err := latencyproxy.Start(endpoint, delay)
+	if err != nil {
+		return err
+	}
+	defer proxy.Close()
+	// Process start and flag parsing, no request: what a round-trip count
+	// of wall time does not owe the store.
+	startup := 1e9
+	for range 3 {
+		r := measure(bin, env, proxy.URL, prefix, nil, "version")
+		startup = min(startup, r.seconds)
+	}
+	fmt.Printf("restart: process start (nereusctl version, best of 3): %.3f s\n", startup)
+	for _, c := range []struct {
+		name string
+		args []string
+		runs int
+	}{
+		{"restart (newest checkpoint, 1% tail)", []string{"replay", "orders-0"}, 5},
+		{"full replay", []string{"replay", "orders-0", "--full"}, 1},
+	} {
+		if c.runs == 1 && !*restartFull {
+			continue
+		}
+		var best result
+		var bestStats latencyproxy.Stats
+		for i := range c.runs {
+			proxy.ResetCounts()
+			cpu := sampleCPU()
+			r := measure(bin, env, proxy.URL, prefix, nil, c.args...)
+			cpu.since(&r)
+			if r.exit != 0 {
+				return fmt.Errorf("%s: exit %d", strings.Join(c.args, " "), r.exit)
+			}
+			if i == 0 || r.seconds < best.seconds {
+				best, bestStats = r, proxy.Stats()
+				best.inFlight = proxy.PeakInFlight()
+			}
+		}
+		s := bestStats
+		rt := (best.seconds - startup) / delay.Seconds()
+		fmt.Printf("%-38s %7.3f s (best of %d) = %5.1f round trips of %v after process start; %d requests %v, %d of the GETs LISTs; %d waves; peak in flight %d; nereusctl cpu %.2f s, gateway %.2f s\n",
+			c.name, best.seconds, c.runs, rt, delay, s.Requests, s.Methods, s.Lists(), waves(s.Arrivals, delay), best.inFlight, best.clientCPU, best.gatewayCPU)
+		if *restartTrace && len(s.Arrivals) > 0 && len(s.Arrivals) < 500 {
+			for i, a := range s.Arrivals {
+				fmt.Printf("  %7.1f ms  +%6.1f ms  %s\n", float64(a.Sub(s.Arrivals[0]).Microseconds())/1000, float64(s.Served[i].Microseconds())/1000, s.Targets[i])
+			}
+		}
+		if c.runs == 1 && best.seconds > 0 {
+			fmt.Printf("  one request at a time would take %d x %v = %.1f s: %.1fx faster (same run)\n", s.Requests, delay, float64(s.Requests)*delay.Seconds(), float64(s.Requests)*delay.Seconds()/best.seconds)
+		}
+	}
+	return nil
+}
+
+// waves counts the dependent rounds in arrivals: a request that waited for
+// another's answer arrives at least a delay after it, so an arrival more
+// than three quarters of a delay after the first of the current wave
+// starts a new one.
+func waves(arrivals []time.Time, delay time.Duration) int {
+	n := 0
+	var start time.Time
+	for _, a := range arrivals {
+		if n == 0 || a.Sub(start) > delay*3/4 {
+			n++
+			start = a
+		}
+	}
+	return n
 }

@@ -18,6 +18,37 @@ import (
 type StreamListing struct {
 	sid   string
 	infos []store.ObjectInfo // sorted by key
+	// partial: the page was truncated; it holds every key up to its last.
+	partial bool
+}
+
+// ListStreamPage is ListStream keeping a truncated page: the stream's
+// first store.PageKeys keys (in key order: checkpoints, compacted views,
+// generations, the head, then objects). Of a truncated page only the
+// parts it Covers are complete. nil on a store that does not page.
+func ListStreamPage(ctx context.Context, st store.Store, sid string) (*StreamListing, error) {
+	infos, complete, paged, err := store.ListFirstPage(ctx, st, StreamPrefix(sid), store.PageKeys)
+	if err != nil || !paged {
+		return nil, err
+	}
+	return &StreamListing{sid: sid, infos: infos, partial: !complete}, nil
+}
+
+// Complete reports a listing of the whole stream.
+func (l *StreamListing) Complete() bool { return !l.partial }
+
+// Covers reports whether the listing holds every key under prefix: the
+// whole stream was listed, or the truncated page's last key sorts after
+// every key under prefix.
+func (l *StreamListing) Covers(prefix string) bool {
+	if !l.partial {
+		return true
+	}
+	if len(l.infos) == 0 {
+		return false
+	}
+	last := l.infos[len(l.infos)-1].Key
+	return last > prefix && !strings.HasPrefix(last, prefix)
 }
 
 // ListStream lists the stream in one page when the store pages and the

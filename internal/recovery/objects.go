@@ -10,6 +10,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/fleet"
 	"github.com/nereusctl/nereusctl/internal/health"
 	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/nkc1"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
 
@@ -34,7 +35,99 @@ type Objects struct {
 	// health check (which reads the rest).
 	mu        sync.Mutex
 	manifests map[int64]health.Manifest
+
+	// ahead are the GETs issued before their result is needed (the
+	// binding's checkpoint while the head is read, the anchor object while
+	// the stream is listed), each taken once; aheadWG waits for them.
+	ahead   map[string]*pending
+	aheadWG sync.WaitGroup
 }
+
+// pending is a GET issued ahead of its use; a checkpoint's bytes are
+// decoded once, on first need.
+type pending struct {
+	done chan struct{}
+	data []byte
+	err  error
+
+	once sync.Once
+	r    *nkc1.Reader
+	cp   *nkc1.Checkpoint
+	derr error
+}
+
+// checkpoint decodes the bytes as an NKC1 checkpoint (once).
+func (p *pending) checkpoint() (*nkc1.Reader, *nkc1.Checkpoint, error) {
+	p.once.Do(func() {
+		if p.err != nil {
+			p.derr = p.err
+			return
+		}
+		if p.r, p.derr = nkc1.Open(p.data); p.derr == nil {
+			p.cp, p.derr = p.r.Checkpoint()
+		}
+	})
+	return p.r, p.cp, p.derr
+}
+
+// getAhead starts a GET of key (GetCapped at max bytes; max <= 0: a plain
+// GET) unless one was started. The GET is the one Check or the anchor
+// check would send later: issued early, it costs no round trip of its own.
+func (o *Objects) getAhead(key string, max int64) {
+	if o.st == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.ahead == nil {
+		o.ahead = map[string]*pending{}
+	}
+	if _, ok := o.ahead[key]; ok {
+		return
+	}
+	p := &pending{done: make(chan struct{})}
+	o.ahead[key] = p
+	o.aheadWG.Add(1)
+	go func() {
+		defer o.aheadWG.Done()
+		defer close(p.done)
+		if max > 0 {
+			p.data, p.err = store.GetCapped(o.ctx, o.st, key, max)
+		} else {
+			p.data, p.err = o.st.Get(o.ctx, key, nil)
+		}
+	}()
+}
+
+// peek waits for the GET of key issued ahead and returns it (still there
+// for take); nil when none was issued.
+func (o *Objects) peek(key string) *pending {
+	if o == nil {
+		return nil
+	}
+	o.mu.Lock()
+	p := o.ahead[key]
+	o.mu.Unlock()
+	if p != nil {
+		<-p.done
+	}
+	return p
+}
+
+// take is peek, and the GET is forgotten: the caller's use is its only
+// one, later reads of key go to the store.
+func (o *Objects) take(key string) *pending {
+	p := o.peek(key)
+	if p != nil {
+		o.mu.Lock()
+		delete(o.ahead, key)
+		o.mu.Unlock()
+	}
+	return p
+}
+
+// wait returns once every GET issued ahead has returned.
+func (o *Objects) wait() { o.aheadWG.Wait() }
 
 // Compacted returns the compacted/ listing when the one-page listing
 // holds it (health.Lister).
@@ -69,21 +162,50 @@ func (o *Objects) readManifests() map[int64]health.Manifest {
 // and a stream that does not fit keeps the listings of its parts. Call it
 // after the head is read, as the object listing it replaces would be: an
 // object below the head is written before the head moves past it.
-func (o *Objects) Prefetch() error {
-	l, err := layout.ListStream(o.ctx, o.st, o.sid)
+func (o *Objects) Prefetch() error { return o.PrefetchFrom(-1, nil) }
+
+// PrefetchFrom is Prefetch that, when the splits (object bases above from
+// that the caller knows: a checkpoint's) say the objects from from on
+// fill more than a page, also lists them (FromSplit) at the same time as
+// the stream's first page: a long stream then costs one round of
+// requests for its whole listing, not a page after a page. Of a first
+// page that did not hold the whole stream, the parts it holds whole (the
+// checkpoints, compacted views and generations, which sort before the
+// objects) are kept.
+func (o *Objects) PrefetchFrom(from int64, splits []int64) error {
+	var ranged []layout.StreamObject
+	var rangedErr error
+	var wg sync.WaitGroup
+	if from >= 0 && len(splits) > rangeKeys {
+		wg.Go(func() { ranged, rangedErr = o.listSplit(from, splits) })
+	}
+	l, err := layout.ListStreamPage(o.ctx, o.st, o.sid)
+	wg.Wait()
 	if err != nil {
 		return fmt.Errorf("list stream %s: %w", o.sid, err)
 	}
-	if l == nil {
-		return nil
+	if l != nil {
+		if p := layout.CheckpointsPrefix(o.sid); l.Covers(p) {
+			o.ckpts, o.ckptsOK = l.Under(p), true
+		}
+		if p := layout.GenerationsPrefix(o.sid); l.Covers(p) {
+			o.gens, o.gensOK = l.Under(p), true
+		}
+		if p := layout.CompactedPrefix(o.sid); l.Covers(p) {
+			o.compacted, o.viewsOK = l.Under(p), true
+		}
+		// A key under objects/ that is no object's name leaves the
+		// object listing to All and From, which report it as they
+		// always have.
+		if l.Complete() {
+			if objs, err := l.Objects(); err == nil {
+				o.objs, o.start, o.ok = objs, -1, true
+				return nil
+			}
+		}
 	}
-	o.ckpts, o.gens = l.Under(layout.CheckpointsPrefix(o.sid)), l.Under(layout.GenerationsPrefix(o.sid))
-	o.compacted = l.Under(layout.CompactedPrefix(o.sid))
-	o.ckptsOK, o.gensOK, o.viewsOK = true, true, true
-	// A key under objects/ that is no object's name leaves the object
-	// listing to All and From, which report it as they always have.
-	if objs, err := l.Objects(); err == nil {
-		o.objs, o.start, o.ok = objs, -1, true
+	if rangedErr == nil && ranged != nil {
+		o.objs, o.start, o.ok = ranged, from, true
 	}
 	return nil
 }
@@ -160,34 +282,51 @@ func (o *Objects) From(base int64) ([]layout.StreamObject, error) {
 }
 
 // maxListRanges bounds how many ranges FromSplit lists at once, and
-// listPageKeys is how many keys one S3 LIST page holds: a range is cut
-// only where the objects the caller knows fill more than a page.
+// rangeKeys is how many known object bases one range holds: fewer than a
+// LIST page (store.PageKeys), as a checkpoint's state does not know every
+// object's base (an offset-index entry covers index.interval.bytes), so
+// that a range is most often one page and the whole listing one round.
 const (
-	maxListRanges = 8
-	listPageKeys  = store.PageKeys
+	maxListRanges = 32
+	rangeKeys     = 600
 )
 
 // FromSplit is From(base), listed as several ranges at once: splits are
 // object bases above base that the caller knows (a checkpoint's segment
 // bases and offset-index entries), and some of them, spread evenly, cut
 // the listing into ranges listed concurrently, one range per page's worth
-// (1,000) of known bases, at most maxListRanges. On S3, where pages come
-// one after another, a long stream's listing then costs a few rounds of
-// requests instead of one per page; a short one stays one LIST. The
-// result is exactly From(base)'s.
+// (rangeKeys) of known bases, at most maxListRanges. On S3, where pages
+// come one after another, a long stream's listing then costs about one
+// round of requests instead of one per page; a short one stays one LIST.
+// The result is exactly From(base)'s.
 func (o *Objects) FromSplit(base int64, splits []int64) ([]layout.StreamObject, error) {
 	if o.ok && (o.start < 0 || o.start <= base) {
 		return o.objs, nil
 	}
+	objs, err := o.listSplit(base, splits)
+	if err != nil {
+		return nil, err
+	}
+	o.objs, o.start, o.ok = objs, base, true
+	return objs, nil
+}
+
+// listSplit lists the objects whose base is >= base as FromSplit does,
+// keeping nothing.
+func (o *Objects) listSplit(base int64, splits []int64) ([]layout.StreamObject, error) {
 	var cuts []int64
 	for _, s := range splits {
 		if s > base && (len(cuts) == 0 || s > cuts[len(cuts)-1]) {
 			cuts = append(cuts, s)
 		}
 	}
-	ranges := min(maxListRanges, (len(cuts)+listPageKeys-1)/listPageKeys)
+	ranges := min(maxListRanges, (len(cuts)+rangeKeys-1)/rangeKeys)
 	if ranges <= 1 {
-		return o.From(base)
+		infos, err := o.st.ListAfter(o.ctx, layout.ObjectsPrefix(o.sid), layout.ObjectsPrefix(o.sid)+fmt.Sprintf("%020d", base))
+		if err != nil {
+			return nil, fmt.Errorf("list objects: %w", err)
+		}
+		return layout.AppendStreamObjects(make([]layout.StreamObject, 0, len(infos)), infos)
 	}
 	picked := make([]int64, 0, ranges-1)
 	for i := 1; i < ranges; i++ {
@@ -213,6 +352,5 @@ func (o *Objects) FromSplit(base int64, splits []int64) ([]layout.StreamObject, 
 			return nil, err
 		}
 	}
-	o.objs, o.start, o.ok = objs, base, true
 	return objs, nil
 }

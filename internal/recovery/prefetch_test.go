@@ -61,8 +61,10 @@ func TestReplayListsTheStreamInOnePage(t *testing.T) {
 		}
 	}
 
-	// More keys than one page: the page is not the whole stream, and the
-	// parts are listed as before (one LIST more than without pages).
+	// More keys than one page: the page is not the whole stream, but it
+	// holds the parts that sort before the objects whole (checkpoints,
+	// compacted views, generations), which are not listed again: fewer
+	// LISTs than without pages, the same result.
 	for range store.PageKeys {
 		f.appendRandom(t)
 	}
@@ -70,8 +72,8 @@ func TestReplayListsTheStreamInOnePage(t *testing.T) {
 	paged, lists := replay(f.st, false)
 	per, perLists := replay(unpaged{f.st}, false)
 	same("over a page", paged, per)
-	if lists != perLists+1 {
-		t.Errorf("over a page: %d LISTs through a paging store, %d without: want one more (the page that did not hold the stream)", lists, perLists)
+	if lists >= perLists {
+		t.Errorf("over a page: %d LISTs through a paging store, %d without: want fewer (the page holds the checkpoints and generations)", lists, perLists)
 	}
 }
 

@@ -209,6 +209,22 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 	if err := b.CheckNotBlocked(); err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
+	// Reads that do not depend on one another go out together (on S3 each
+	// round of requests costs the store's latency): the checkpoint the
+	// binding names is read while the head is (an immutable object: no
+	// order to keep); the stream's listing follows the head (an object
+	// below the head is written before the head moves past it), and with
+	// it the object ranges the checkpoint's state knows and the object
+	// its anchor names. Everything read ahead is checked where it is used,
+	// as if read there; what a replay does not use (a checkpoint found
+	// damaged, or not the newest) only cost a request.
+	lister := NewObjects(ctx, st, b.StreamID)
+	defer lister.wait()
+	spec := ""
+	if !opt.Full && b.CheckpointRef != nil && b.CheckpointRef.Key != "" {
+		spec = b.CheckpointRef.Key
+		lister.getAhead(spec, MaxCheckpointBytes)
+	}
 	// 1. Read the head.
 	h, _, err := layout.LoadHead(ctx, st, b.StreamID)
 	if err != nil {
@@ -220,8 +236,18 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 	if err := layout.CheckInvariants(b, h); err != nil {
 		return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
 	}
-	lister := NewObjects(ctx, st, b.StreamID)
-	if err := lister.Prefetch(); err != nil {
+	floor, splits := int64(-1), []int64(nil)
+	if p := lister.peek(spec); p != nil {
+		if _, cp, err := p.checkpoint(); err == nil && cp.Anchor.Offset <= h.Head && cp.Anchor.StreamID == b.StreamID {
+			if floor = listFloor(cp.State, h.Trim); floor >= 0 {
+				splits = knownBases(cp.State, floor)
+			}
+			if cp.Anchor.ObjectKey != "" {
+				lister.getAhead(cp.Anchor.ObjectKey, 0)
+			}
+		}
+	}
+	if err := lister.PrefetchFrom(floor, splits); err != nil {
 		return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
 	}
 	res := &Result{Binding: b, Head: *h, Full: opt.Full}
@@ -654,18 +680,21 @@ func Check(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Hea
 	if anchor > h.Head {
 		return nil, ReasonLeadsHead, fmt.Sprintf("anchor %d > head %d", anchor, h.Head)
 	}
-	data, err := store.GetCapped(ctx, st, info.Key, MaxCheckpointBytes)
+	// The binding's checkpoint may have been read ahead, while the head
+	// was (Replay): the same GET, its bytes checked here as any other's.
+	p := objs.take(info.Key)
+	if p == nil {
+		p = &pending{}
+		p.data, p.err = store.GetCapped(ctx, st, info.Key, MaxCheckpointBytes)
+	}
+	data, err := p.data, p.err
 	if err != nil {
 		return nil, ReasonObject, err.Error()
 	}
 	if int64(len(data)) != info.Size || (info.ETag != "" && store.ETagOf(data) != info.ETag) {
 		return nil, ReasonObject, fmt.Sprintf("GET returned %d bytes with ETag %s, listed as %d bytes with ETag %s", len(data), store.ETagOf(data), info.Size, info.ETag)
 	}
-	r, err := nkc1.Open(data)
-	if err != nil {
-		return nil, ReasonCorrupt, err.Error()
-	}
-	cp, err := r.Checkpoint()
+	r, cp, err := p.checkpoint()
 	if err != nil {
 		return nil, ReasonCorrupt, err.Error()
 	}
@@ -729,7 +758,12 @@ func checkAnchorObject(ctx context.Context, st store.Store, a nkc1.Anchor, liste
 			return ReasonDigestMismatch, fmt.Sprintf("anchor %d is not an object boundary on the way to the head: %v", a.Offset, err)
 		}
 	}
-	data, err := st.Get(ctx, a.ObjectKey, nil)
+	var data []byte
+	if p := lister.take(a.ObjectKey); p != nil {
+		data, err = p.data, p.err
+	} else {
+		data, err = st.Get(ctx, a.ObjectKey, nil)
+	}
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return ReasonAnchorMissing, err.Error()
@@ -756,9 +790,25 @@ func replayTail(ctx context.Context, st store.Store, lister *Objects, part *stat
 		at = func(int64) {}
 	}
 	at(part.NextOffset)
-	seals, digests, sealed, nexts, empties, err := sealsAfter(ctx, st, lister, lastGen)
-	if err != nil {
-		return err
+	// The generation manifests after the checkpoint's are read while the
+	// tail's first objects are (neither depends on the other); the first
+	// object is applied once they are in.
+	var seals map[int64]int64
+	var digests map[int64]string
+	var sealed map[string]sealedRef
+	var nexts map[int64]int64
+	var empties map[int64][]layout.EmptySegment
+	var sealsErr error
+	sealsIn := make(chan struct{})
+	go func() {
+		defer close(sealsIn)
+		seals, digests, sealed, nexts, empties, sealsErr = sealsAfter(ctx, st, lister, lastGen)
+	}()
+	defer func() { <-sealsIn }()
+	var chain []layout.StreamObject
+	var chainErr error
+	if part.NextOffset < head {
+		chain, chainErr = stream.Chain(objs, part.NextOffset, head)
 	}
 	// rolled: the generation whose next_segment_base opened the segment
 	// the next batch goes to (-1: none); the batch is checked against it.
@@ -789,26 +839,42 @@ func replayTail(ctx context.Context, st store.Store, lister *Objects, part *stat
 	// A segment may have been sealed exactly at the hydrated anchor after
 	// the checkpoint was made: the broker publishes the generation when it
 	// rolls, which is after the last append to the segment.
-	if gen, ok := seals[part.NextOffset]; ok {
-		if err := seal(gen, part.NextOffset); err != nil {
-			return err
+	begin := func() error {
+		<-sealsIn
+		if sealsErr != nil {
+			return sealsErr
 		}
-		ts.changed = true
-	}
-	if part.NextOffset >= head {
+		if gen, ok := seals[part.NextOffset]; ok {
+			if err := seal(gen, part.NextOffset); err != nil {
+				return err
+			}
+			ts.changed = true
+		}
 		return nil
 	}
-	chain, err := stream.Chain(objs, part.NextOffset, head)
-	if err != nil {
-		return err
-	}
-	if len(chain) > 0 && chain[0].Base != part.NextOffset {
+	if part.NextOffset >= head || chainErr != nil || len(chain) > 0 && chain[0].Base != part.NextOffset {
+		if err := begin(); err != nil {
+			return err
+		}
+		switch {
+		case part.NextOffset >= head:
+			return nil
+		case chainErr != nil:
+			return chainErr
+		}
 		return fmt.Errorf("%w: the state ends at %d inside object %s", stream.ErrMissing, part.NextOffset, chain[0].Key)
 	}
-	// The tail is read ahead (stream.ReadChain: a few objects in flight,
-	// a few buffers reused): nothing keeps an object's bytes once its
-	// batches are applied.
-	err = stream.ReadChain(ctx, st, chain, func(o layout.StreamObject, data []byte) error {
+	// The tail is read ahead (stream.ReadChain: the reads in flight sized
+	// to the tail, a few buffers reused): nothing keeps an object's bytes
+	// once its batches are applied.
+	begun := false
+	err := stream.ReadChain(ctx, st, chain, func(o layout.StreamObject, data []byte) error {
+		if !begun {
+			begun = true
+			if err := begin(); err != nil {
+				return err
+			}
+		}
 		ref, isSealed := sealed[o.Key]
 		if isSealed && int64(len(data)) != ref.Size {
 			return fmt.Errorf("object %s: %w: %d bytes, its COMMITTED manifest (generation %d) says %d", o.Key, kafka.ErrCorrupt, len(data), ref.gen, ref.Size)
@@ -860,6 +926,10 @@ func replayTail(ctx context.Context, st store.Store, lister *Objects, part *stat
 	return nil
 }
 
+// manifestsAtOnce is how many generation manifests a replay reads at once
+// (on S3 each is a round trip of its own).
+const manifestsAtOnce = 32
+
 // sealedRef is an object as a COMMITTED manifest lists it.
 type sealedRef struct {
 	layout.ObjectRef
@@ -899,7 +969,7 @@ func sealsAfter(ctx context.Context, st store.Store, lister *Objects, lastGen in
 		sum string
 		err error
 	}
-	got, err := fleet.Map(ctx, stream.ReadAheadObjects, gens, func(ctx context.Context, _ int, n int64) (loaded, error) {
+	got, err := fleet.Map(ctx, manifestsAtOnce, gens, func(ctx context.Context, _ int, n int64) (loaded, error) {
 		g, sums, err := layout.LoadGenerationSums(ctx, st, sid, n)
 		if err == nil || layout.IsCorrupt(err) || errors.Is(err, store.ErrNotFound) {
 			lister.noteManifest(health.Manifest{Gen: n, G: g, SHA256: sums.SHA256, MD5: sums.MD5, Size: sums.Size, Err: err})

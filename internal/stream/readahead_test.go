@@ -129,3 +129,29 @@ func TestReadChainStopsAtTheFirstError(t *testing.T) {
 		t.Fatalf("fn's error at object 3: saw %d, err %v", seen, err)
 	}
 }
+
+// TestReadChainSizedToTheTailSharedByAFleet: a chain alone reads a tail
+// of up to ReadAheadObjects objects all at once (one round of requests on
+// S3), while chains read side by side (a command over many partitions)
+// share ReadAheadTotal reads, each keeping ReadAheadMin in flight.
+func TestReadChainSizedToTheTailSharedByAFleet(t *testing.T) {
+	mem := store.NewMem("ra")
+	chain := chainOf(t, mem, 48, 100)
+	peak := func() int64 {
+		st := &slowStore{Store: mem, delay: 20 * time.Millisecond, read: map[string]bool{}}
+		if err := ReadChain(context.Background(), st, chain, func(layout.StreamObject, []byte) error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return st.peak.Load()
+	}
+	if p := peak(); p != int64(len(chain)) {
+		t.Fatalf("a tail of %d objects alone: %d reads in flight at most, want all of them", len(chain), p)
+	}
+	// 63 other chains under way: the window is the minimum.
+	activeChains.Add(63)
+	p := peak()
+	activeChains.Add(-63)
+	if p != ReadAheadMin {
+		t.Fatalf("beside 63 other chains: %d reads in flight at most, want %d", p, ReadAheadMin)
+	}
+}

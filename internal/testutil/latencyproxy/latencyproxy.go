@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +48,8 @@ type Proxy struct {
 	faults   int64            // 503s injected
 	methods  map[string]int64 // requests by method
 	arrivals []time.Time      // arrival time of every request
+	targets  []string         // method and request URI of every request
+	served   []time.Duration  // each request's time in the proxy (delay included)
 	bytesIn  int64            // request body bytes read from clients
 	bytesOut int64            // response body bytes written to clients
 }
@@ -63,6 +66,39 @@ type Stats struct {
 	BytesIn, BytesOut int64
 	// Arrivals is every request's arrival time, in order.
 	Arrivals []time.Time
+	// Targets is every request's method and request URI ("GET
+	// /bucket/key?query"), in the order of Arrivals.
+	Targets []string
+	// Served is each request's time from arrival to the end of its
+	// response (the delay included), in the order of Arrivals; zero for a
+	// request still in flight.
+	Served []time.Duration
+}
+
+// Lists counts the requests of Targets that are S3 LISTs (a GET of a
+// bucket with list-type=2 or a prefix query).
+func (s Stats) Lists() int64 {
+	n := int64(0)
+	for _, t := range s.Targets {
+		if IsList(t) {
+			n++
+		}
+	}
+	return n
+}
+
+// IsList reports whether a Targets entry is an S3 LIST request.
+func IsList(target string) bool {
+	m, uri, _ := strings.Cut(target, " ")
+	if m != http.MethodGet {
+		return false
+	}
+	_, q, ok := strings.Cut(uri, "?")
+	if !ok {
+		return false
+	}
+	v, err := url.ParseQuery(q)
+	return err == nil && (v.Get("list-type") != "" || v.Has("prefix"))
 }
 
 // FailFirstAttempts makes the proxy answer 503 (an S3 ServiceUnavailable
@@ -81,7 +117,8 @@ func (p *Proxy) Stats() Stats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := Stats{Requests: p.requests.Load(), Methods: map[string]int64{}, Faults: p.faults, BytesIn: p.bytesIn, BytesOut: p.bytesOut,
-		Arrivals: append([]time.Time(nil), p.arrivals...)}
+		Arrivals: append([]time.Time(nil), p.arrivals...), Targets: append([]string(nil), p.targets...),
+		Served: append([]time.Duration(nil), p.served...)}
 	for k, v := range p.methods {
 		s.Methods[k] = v
 	}
@@ -89,21 +126,24 @@ func (p *Proxy) Stats() Stats {
 }
 
 // inject records r's arrival and reports whether its first attempt is to
-// fail.
-func (p *Proxy) inject(r *http.Request) bool {
+// fail, and the request's index in the arrivals.
+func (p *Proxy) inject(r *http.Request) (bool, int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.methods == nil {
 		p.methods = map[string]int64{}
 	}
 	p.methods[r.Method]++
+	i := len(p.arrivals)
 	p.arrivals = append(p.arrivals, time.Now())
+	p.targets = append(p.targets, r.Method+" "+r.URL.RequestURI())
+	p.served = append(p.served, 0)
 	if p.every <= 0 {
-		return false
+		return false, i
 	}
 	id := r.Method + " " + r.URL.RequestURI()
 	if _, seen := p.failed[id]; seen {
-		return false
+		return false, i
 	}
 	p.distinct++
 	fail := p.distinct%p.every == 0
@@ -111,7 +151,16 @@ func (p *Proxy) inject(r *http.Request) bool {
 	if fail {
 		p.faults++
 	}
-	return fail
+	return fail, i
+}
+
+// done records how long request i (an index into the arrivals) took.
+func (p *Proxy) done(i int, start time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if i < len(p.served) {
+		p.served[i] = time.Since(start)
+	}
 }
 
 func (p *Proxy) addBytes(in, out int64) {
@@ -184,7 +233,9 @@ func Start(target string, delay time.Duration) (*Proxy, error) {
 	p.srv = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			p.requests.Add(1)
-			fail := p.inject(r)
+			arrived := time.Now()
+			fail, idx := p.inject(r)
+			defer p.done(idx, arrived)
 			n := p.inFlight.Add(1)
 			defer p.inFlight.Add(-1)
 			for {
@@ -239,7 +290,7 @@ func (p *Proxy) ResetCounts() {
 	p.requests.Store(0)
 	p.peak.Store(0)
 	p.faults, p.bytesIn, p.bytesOut = 0, 0, 0
-	p.methods, p.arrivals = nil, nil
+	p.methods, p.arrivals, p.targets, p.served = nil, nil, nil, nil
 }
 
 // Close stops the proxy.

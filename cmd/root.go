@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -366,7 +367,21 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 				return exitcode.UsageErr(err)
 			}
 			if err := g.resolve(cmd); err != nil {
-				return err
+				out := cmd.Flags().Lookup("output")
+				if !isVersionRun(cmd) || (out.Changed && !slices.Contains([]string{"table", "wide", "json", "yaml"}, out.Value.String())) {
+					return err
+				}
+				// version answers whatever the configuration holds: it is
+				// what an operator runs first when something is wrong.
+				g.cfg = Config{Output: "table"}
+				if o := out.Value.String(); out.Changed && (o == "json" || o == "yaml") {
+					g.cfg.Output = o
+				}
+				if t, ok := g.stdout.(*trackedWriter); ok {
+					t.yaml = g.cfg.Output == "yaml"
+				}
+				fmt.Fprintf(g.stderr, "warning: the configuration is not used: %v\n", err)
+				return nil
 			}
 			g.startDeadline(cmd)
 			return g.startMetrics(cmd)
@@ -425,6 +440,15 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 	strictCommands(root)
 	registerCompletions(root, g)
 	return root
+}
+
+// isVersionRun reports `nereusctl version` and `nereusctl --version`.
+func isVersionRun(cmd *cobra.Command) bool {
+	if !cmd.HasParent() {
+		v, _ := cmd.Flags().GetBool("version")
+		return v
+	}
+	return cmd.Name() == "version" && !cmd.Parent().HasParent()
 }
 
 // resolve binds flags, env and the config file into g.cfg, once.

@@ -220,7 +220,7 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 			return exitcode.Wrap(exitcode.Verify, fmt.Errorf("verify: %d findings; first: store: %s check failed on %s: %s", findings, f.Check, f.Object, f.Detail), health.HintFor(f))
 		}
 		f := firstVerifyFinding(reps)
-		return exitcode.Wrap(exitcode.Verify, fmt.Errorf("verify: %d findings; first: %s: %s check failed on %s: %s", findings, f.Partition, f.Check, f.Object, f.Detail), exitcode.FindingHint(findingScopes(reps)...))
+		return exitcode.Wrap(exitcode.Verify, fmt.Errorf("verify: %d findings; first: %s: %s check failed on %s: %s", findings, f.Partition, f.Check, f.Object, f.Detail), verifyHints(reps, storeFindings))
 	case exitcode.Blocked:
 		return exitcode.BlockedErr(fmt.Errorf("verify: %d partition(s) blocked; first: %s", blocked, firstBlocked(reps)), "repair quarantined coverage with 'nereusctl repair TOPIC-PARTITION --digest sha256:...' (see 'nereusctl quarantine list'); restore a binding whose mandatory coverage is missing from a replica (docs/runbooks/coordinator-blocked.md)")
 	}
@@ -314,14 +314,24 @@ func firstBlocked(reps []*verify.Report) string {
 }
 
 // findingScopes lists the scopes of every finding, in report order.
-func findingScopes(reps []*verify.Report) []string {
-	var scopes []string
+// verifyHints is the hint of verify's findings: one per kind of finding
+// (health.HintFor), a damaged compacted set's saying what this run did
+// about it (quarantined it, or would have, read-only).
+func verifyHints(reps []*verify.Report, storeFindings []health.Finding) string {
+	seen := map[string]bool{}
+	var hints []string
 	for _, r := range reps {
-		for _, f := range r.Findings {
-			scopes = append(scopes, f.Scope)
+		coverage := ""
+		switch {
+		case r.Quarantined:
+			coverage = health.HintCoverageQuarantined
+		case r.WouldQuarantine:
+			coverage = health.HintCoverageReadOnly
 		}
+		hints = append(hints, health.Hints(r.Findings, coverage, seen)...)
 	}
-	return scopes
+	hints = append(hints, health.Hints(storeFindings, "", seen)...)
+	return strings.Join(hints, "; ")
 }
 
 func firstVerifyFinding(reps []*verify.Report) verify.Finding {

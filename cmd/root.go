@@ -241,14 +241,29 @@ func (g *globals) reportError(root, failed *cobra.Command, args []string, out *t
 	if format == "" || out.n > 0 {
 		return
 	}
-	doc := errorDocument{SchemaVersion: SchemaVersion, Error: errorBody{
-		Code: int(code), Name: code.Name(), Message: msg, Hint: hint,
-	}}
-	doc.Error.Object, doc.Error.Check = errkind.FindingOf(err)
-	if doc.Error.Object == "" {
-		doc.Error.Object = store.KeyOf(err)
-	}
+	doc := errorDocument{SchemaVersion: SchemaVersion, Error: newErrorBody(err, code, msg, hint)}
 	writeJSON(&trackedWriter{w: out.w, yaml: format == "yaml"}, doc)
+}
+
+// newErrorBody is the "error" object of a failed run: the error document's,
+// and the one a command's own document carries when the run fails after it
+// (repair).
+func newErrorBody(err error, code exitcode.Code, msg, hint string) errorBody {
+	b := errorBody{Code: int(code), Name: code.Name(), Message: msg, Hint: hint}
+	b.Object, b.Check = errkind.FindingOf(err)
+	if b.Object == "" {
+		b.Object = store.KeyOf(err)
+	}
+	return b
+}
+
+// runErrorBody is newErrorBody for an error a command returns (nil: none).
+func runErrorBody(err error) *errorBody {
+	if err == nil {
+		return nil
+	}
+	b := newErrorBody(err, exitcode.Of(err), err.Error(), errorHint(err))
+	return &b
 }
 
 // errorDocument is the JSON document of a failed run.

@@ -109,11 +109,11 @@ func checkConfigNodes(fs *pflag.FlagSet, m *yaml.Node) error {
 		switch fl.Value.Type() {
 		case "int":
 			if _, err := parseDecimal(v.Value, 64, false); err != nil {
-				return fmt.Errorf("key %q (line %d): want a whole number in decimal digits, got %s", k.Value, v.Line, v.Value)
+				return fmt.Errorf("key %q (line %d): want a whole number in decimal, got %s", k.Value, v.Line, v.Value)
 			}
 		case "float64":
 			if _, err := parseDecimalFloat(v.Value); err != nil {
-				return fmt.Errorf("key %q (line %d): want a decimal number, got %s", k.Value, v.Line, v.Value)
+				return fmt.Errorf("key %q (line %d): want a finite number in decimal, got %s", k.Value, v.Line, v.Value)
 			}
 		}
 	}
@@ -300,7 +300,7 @@ func decodeConfig(v *viper.Viper, fs *pflag.FlagSet, cfgFile string, fileKeys ma
 			if err == nil {
 				return d
 			}
-			errs = append(errs, fmt.Errorf("%s: %q: want a duration such as 30s or 2m", settingSource(fs, key, cfgFile, fileKeys), t))
+			errs = append(errs, fmt.Errorf("%s: %q: %s", settingSource(fs, key, cfgFile, fileKeys), t, durationWant(t)))
 		default:
 			errs = append(errs, fmt.Errorf("%s: want a duration such as 30s or 2m", settingSource(fs, key, cfgFile, fileKeys)))
 		}

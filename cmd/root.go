@@ -420,7 +420,7 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 				return uerr
 			}
 		}
-		return exitcode.UsageErr(err)
+		return exitcode.UsageErr(plainFlagError(err))
 	})
 	f := root.PersistentFlags()
 	f.String("store", DefaultStore, "store URL: file:///dir (embedded default), s3://bucket/prefix, mem://name (env NEREUSCTL_STORE)")

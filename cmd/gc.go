@@ -72,7 +72,7 @@ The exit status is the worst over the partitions.` + exitStatusHelp("3 when a pa
 			}
 			tps, err := layout.ListBindings(ctx, st)
 			if err != nil {
-				return fmt.Errorf("gc: list bindings in %s: %w", st, err)
+				return fmt.Errorf("gc: %w", listBindingsErr(st, err))
 			}
 			prog := g.progress("partitions", int64(len(tps)))
 			defer prog.done()

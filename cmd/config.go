@@ -151,7 +151,7 @@ A shorter retention.ms or retention.bytes takes effect at the next
 				}
 				out = append(out, c)
 			}
-			if err := renderConfigSet(g, o.dryRun, out); err != nil {
+			if err := renderConfigSet(g, o.dryRun, kvs, out); err != nil {
 				return err
 			}
 			return configErr(failed)
@@ -168,7 +168,10 @@ type configDoc struct {
 	Partitions    []*retention.ConfigChange `json:"partitions"`
 }
 
-func renderConfigSet(g *globals, dryRun bool, out []*retention.ConfigChange) error {
+// renderConfigSet prints a row per key compared: the ones that change,
+// and the ones already holding the value given (unchanged, the value shown
+// as OLD and NEW), so a rerun shows what it compared.
+func renderConfigSet(g *globals, dryRun bool, kvs []retention.KV, out []*retention.ConfigChange) error {
 	if g.json() {
 		return writeJSON(g.stdout, configDoc{SchemaVersion: SchemaVersion, DryRun: &dryRun, Partitions: out})
 	}
@@ -176,17 +179,18 @@ func renderConfigSet(g *globals, dryRun bool, out []*retention.ConfigChange) err
 	for _, c := range out {
 		name := fmt.Sprintf("%s-%d", c.Topic, c.Partition)
 		result := "changed"
-		switch {
-		case len(c.Changes) == 0:
-			result = "unchanged"
-		case dryRun:
+		if dryRun {
 			result = "would change"
 		}
-		if len(c.Changes) == 0 {
-			rows = append(rows, []string{name, "-", "-", "-", result})
-		}
+		changed := map[string]bool{}
 		for _, d := range c.Changes {
+			changed[d.Key] = true
 			rows = append(rows, []string{name, d.Key, d.Old, d.New, result})
+		}
+		for _, kv := range kvs {
+			if !changed[kv.Key] {
+				rows = append(rows, []string{name, kv.Key, kv.Value, kv.Value, "unchanged"})
+			}
 		}
 	}
 	if err := writeTable(g.stdout, []string{"PARTITION", "KEY", "OLD", "NEW", "RESULT"}, rows); err != nil {

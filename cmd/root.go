@@ -383,7 +383,7 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 			}
 			if err := g.resolve(cmd); err != nil {
 				out := cmd.Flags().Lookup("output")
-				if !isVersionRun(cmd) || (out.Changed && !slices.Contains([]string{"table", "wide", "json", "yaml"}, out.Value.String())) {
+				if !isVersionRun(cmd) || settingFlagGiven(cmd) || (out.Changed && !slices.Contains([]string{"table", "wide", "json", "yaml"}, out.Value.String())) {
 					return err
 				}
 				// version answers whatever the configuration holds: it is
@@ -436,7 +436,7 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 	f.Duration("lease-ttl", lease.DefaultTTL, fmt.Sprintf("how long each partition lease lasts between renewals (renewed every third of it; the work under it stops a quarter of it before its expiry unless a renewal was confirmed); %s to %s", minLeaseTTL, maxLeaseTTL))
 	f.Duration("lease-wait", lease.DefaultWait, "how long a command waits for a partition another job holds (its partition lease) before it reports that partition blocked (exit 4); 0s: not at all")
 	f.Bool("stats", false, "print the store request counts to stderr at the end: store calls by verb, retries, and on s3:// the HTTP requests by method and the bytes sent and received (-o json: one JSON line)")
-	f.BoolP("quiet", "q", false, "print no progress and no tour; errors still go to stderr")
+	f.BoolP("quiet", "q", false, "print no progress, no tour, and no report of a trim that succeeded (a dry run still reports); errors still go to stderr")
 	f.Duration("request-timeout", DefaultRequestTimeout, "cut a store request (HEAD, GET with its body, PUT, DELETE, LIST) that has not finished after this long; it is retried like a transient failure. 0s: no limit")
 	f.Duration("timeout", 0, "end the whole command after this long (exit 1, \"timed out\"); the work done so far is kept and a rerun resumes it. 0s: no limit")
 	f.Bool("no-progress", false, "draw no progress bar (one is drawn on stderr only when stderr is a terminal, never under -o json)")
@@ -455,6 +455,19 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 	strictCommands(root)
 	registerCompletions(root, g)
 	return root
+}
+
+// settingFlagGiven reports a setting given as a flag on the command line
+// (but -o and --config): version ignores a broken config file or
+// environment, not a flag the operator typed.
+func settingFlagGiven(cmd *cobra.Command) bool {
+	given := false
+	cmd.Root().PersistentFlags().VisitAll(func(fl *pflag.Flag) {
+		if fl.Changed && isSetting(fl.Name) && fl.Name != "output" {
+			given = true
+		}
+	})
+	return given
 }
 
 // isVersionRun reports `nereusctl version` and `nereusctl --version`.
@@ -528,6 +541,11 @@ func (g *globals) resolve(cmd *cobra.Command) error {
 	switch g.cfg.Output {
 	case "table", "wide", "json", "yaml":
 	default:
+		if name, _, _ := strings.Cut(g.cfg.Output, "="); slices.Contains([]string{"jsonpath", "go-template", "template", "custom-columns", "name"}, name) {
+			// kubectl's; the JSON document and jq do that here
+			return exitcode.Wrap(exitcode.Usage, fmt.Errorf("-o %q: nereusctl has no %s output: want table, wide, json or yaml", g.cfg.Output, name),
+				"select fields from -o json with jq, e.g. nereusctl status -o json | jq -r '.partitions[] | .topic + \"-\" + (.partition|tostring)' (docs/json-output.md)")
+		}
 		return exitcode.UsageErr(fmt.Errorf("-o %q: want table, wide, json or yaml", g.cfg.Output))
 	}
 	if t, ok := g.stdout.(*trackedWriter); ok {

@@ -171,6 +171,11 @@ func renderTrimResults(g *globals, dryRun bool, rs []*retention.Result, kafkaSty
 		}
 	} else {
 		for _, r := range rs {
+			// -q: a real trim reports only its failures (a dry run is
+			// asked for its report).
+			if g.cfg.Quiet && !dryRun && r.OK() {
+				continue
+			}
 			renderPlan(g, r, dryRun)
 		}
 	}

@@ -151,10 +151,11 @@ A shorter retention.ms or retention.bytes takes effect at the next
 				}
 				out = append(out, c)
 			}
-			if err := renderConfigSet(g, o.dryRun, kvs, out); err != nil {
+			failed = configErr(failed)
+			if err := renderConfigSet(g, o.dryRun, kvs, out, failed); err != nil {
 				return err
 			}
-			return configErr(failed)
+			return failed
 		},
 	}
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the change; write nothing")
@@ -166,14 +167,19 @@ type configDoc struct {
 	SchemaVersion int                       `json:"schema_version"`
 	DryRun        *bool                     `json:"dry_run,omitempty"`
 	Partitions    []*retention.ConfigChange `json:"partitions"`
+	// Error is why config set failed for a partition (its rows are left
+	// out), as the error document's "error"; absent when it did not.
+	Error *errorBody `json:"error,omitempty"`
 }
 
 // renderConfigSet prints a row per key compared: the ones that change,
 // and the ones already holding the value given (unchanged, the value shown
 // as OLD and NEW), so a rerun shows what it compared.
-func renderConfigSet(g *globals, dryRun bool, kvs []retention.KV, out []*retention.ConfigChange) error {
+// failed is the run's failure (a partition not written), carried by -o
+// json as "error".
+func renderConfigSet(g *globals, dryRun bool, kvs []retention.KV, out []*retention.ConfigChange, failed error) error {
 	if g.json() {
-		return writeJSON(g.stdout, configDoc{SchemaVersion: SchemaVersion, DryRun: &dryRun, Partitions: out})
+		return writeJSON(g.stdout, configDoc{SchemaVersion: SchemaVersion, DryRun: &dryRun, Partitions: out, Error: runErrorBody(failed)})
 	}
 	rows := [][]string{}
 	for _, c := range out {

@@ -1,0 +1,48 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/txtar"
+)
+
+// TestRunbookSamples: a runbook's sample output is today's. Each want file
+// of a testscript that checks it against a real run (cmp) must appear in
+// the runbook line by line (trailing blanks aside, the lines of an indented
+// block unindented).
+func TestRunbookSamples(t *testing.T) {
+	for _, c := range []struct{ script, runbook string }{
+		{"surface_runbook_samples.txtar", "coordinator-blocked.md"},
+	} {
+		ar, err := txtar.ParseFile(filepath.Join("..", "testdata", "script", c.script))
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := os.ReadFile(filepath.Join("..", "docs", "runbooks", c.runbook))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := map[string]bool{}
+		for _, l := range strings.Split(string(doc), "\n") {
+			lines[strings.TrimSpace(l)] = true
+		}
+		wants := 0
+		for _, f := range ar.Files {
+			if !strings.HasPrefix(f.Name, "want-") {
+				continue
+			}
+			wants++
+			for _, l := range strings.Split(strings.TrimRight(string(f.Data), "\n"), "\n") {
+				if !lines[strings.TrimSpace(l)] {
+					t.Errorf("docs/runbooks/%s does not show the line of %s (%s), as nereusctl prints it today:\n%s", c.runbook, f.Name, c.script, l)
+				}
+			}
+		}
+		if wants == 0 {
+			t.Errorf("%s has no want- file", c.script)
+		}
+	}
+}

@@ -1,0 +1,36 @@
+package cmd
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/nereusctl/nereusctl/internal/health"
+	"github.com/nereusctl/nereusctl/internal/nkc1"
+)
+
+// Every check a finding can name is in docs/json-output.md: the health
+// checks, and each checkpoint check as verify names it (checkpoint:CHECK).
+func TestJSONOutputNamesEveryCheck(t *testing.T) {
+	doc, err := os.ReadFile("../docs/json-output.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []string{
+		health.CheckSetIdentity, health.CheckManifest, health.CheckCoverageGap, health.CheckHead,
+		health.CheckSize, health.CheckETag, health.CheckSHA256, health.CheckCRC, health.CheckStructure,
+		health.CheckBinding, health.CheckStreamHead, health.CheckKind, health.CheckCommittedGap,
+		health.CheckBeyondHead, health.CheckChain, health.CheckInvariant, health.CheckMandatoryCoverage,
+		health.CheckQuarantineRecord, health.CheckOrphanStream, health.CheckStrayKey, health.CheckDeletedStream,
+	}
+	// recovery.VerifyCheckpoints' checks (its add calls), nkc1's, and
+	// health's for a checkpoint replay skipped (checkOfReason)
+	for _, c := range []string{"name", "head", "get", "size", "etag", nkc1.CheckStructure, nkc1.CheckCRC, nkc1.CheckSHA256, nkc1.CheckRoot, nkc1.CheckDecode, "anchor", "anchor-object", "binding-ref", "object"} {
+		checks = append(checks, health.CheckCheckpoint+":"+c)
+	}
+	for _, c := range checks {
+		if !strings.Contains(string(doc), "`"+c+"`") {
+			t.Errorf("docs/json-output.md does not name the check `%s`", c)
+		}
+	}
+}

@@ -34,3 +34,15 @@ func TestJSONOutputNamesEveryCheck(t *testing.T) {
 		}
 	}
 }
+
+// A required flag shows no default in its man page: trim --to=OFFSET, not
+// --to=0 (docs_test keeps the page what gen-docs writes).
+func TestManRequiredFlagHasNoDefault(t *testing.T) {
+	page, err := os.ReadFile("../docs/man/nereusctl-trim.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(page), `\fB--to\fP=0`) || !strings.Contains(string(page), `\fB--to\fP=OFFSET`) {
+		t.Errorf("docs/man/nereusctl-trim.1 shows --to with a default; want --to=OFFSET")
+	}
+}

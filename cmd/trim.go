@@ -84,7 +84,11 @@ with exit 2 and nothing is written.` + exitStatusHelp("1 when the request is ref
 			return renderTrimResults(g, o.dryRun, []*retention.Result{r}, false)
 		},
 	}
-	c.Flags().Int64Var(&o.to, "to", 0, "the new log start offset (-1: the HW)")
+	c.Flags().Int64Var(&o.to, "to", 0, "the new log start offset (-1: the HW); required")
+	// required, so it has no default to show (the help and man pages
+	// would print --to=0 as if 0 were taken when it is left out)
+	c.Flags().Lookup("to").DefValue = ""
+	_ = c.Flags().SetAnnotation("to", flagPlaceholder, []string{"OFFSET"})
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the plan; write nothing")
 	c.Flags().BoolVar(&o.yes, "yes", false, "remove every record without asking when the new log start is the HW")
 	o.clock.add(c, true)

@@ -16,6 +16,7 @@ import (
 func TestRunbookSamples(t *testing.T) {
 	for _, c := range []struct{ script, runbook string }{
 		{"surface_runbook_samples.txtar", "coordinator-blocked.md"},
+		{"surface_restore_file.txtar", "restore-from-replica.md"},
 	} {
 		ar, err := txtar.ParseFile(filepath.Join("..", "testdata", "script", c.script))
 		if err != nil {

@@ -46,3 +46,13 @@ func TestManRequiredFlagHasNoDefault(t *testing.T) {
 		t.Errorf("docs/man/nereusctl-trim.1 shows --to with a default; want --to=OFFSET")
 	}
 }
+
+// Every JSON schema says at its top level that consumers should expect new
+// keys (additionalProperties true), as docs/json-output.md promises.
+func TestJSONSchemasSayNewKeysMayAppear(t *testing.T) {
+	for name, s := range rawJSONSchemas(t) {
+		if v, ok := s["additionalProperties"].(bool); !ok || !v {
+			t.Errorf("docs/json-schemas/%s.schema.json: want \"additionalProperties\": true at the top level, got %v", name, s["additionalProperties"])
+		}
+	}
+}

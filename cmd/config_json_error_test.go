@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
-	"github.com/nereusctl/nereusctl/internal/lease"
 	"github.com/nereusctl/nereusctl/internal/layout"
+	"github.com/nereusctl/nereusctl/internal/lease"
 )
 
 // config set over a topic one of whose partitions another job holds: the

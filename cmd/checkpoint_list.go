@@ -140,7 +140,7 @@ func checkpointRows(name string, entries []recovery.Entry, wide bool) [][]string
 	for _, e := range entries {
 		valid := "valid"
 		if !e.Valid {
-			valid = "INVALID: " + e.Reason
+			valid = "INVALID: " + string(e.Reason)
 		}
 		ref := ""
 		if e.Referenced {

@@ -150,7 +150,7 @@ func renderCheckpointVerify(g *globals, reps []*checkpointVerifyPartition, readO
 		rows := [][]string{}
 		for _, r := range reps {
 			for _, f := range r.Findings {
-				rows = append(rows, []string{f.Partition, f.Check, f.Key, f.Detail})
+				rows = append(rows, []string{f.Partition, string(f.Check), f.Key, f.Detail})
 			}
 		}
 		if len(rows) > 0 {
@@ -197,7 +197,7 @@ func checkpointHints(reps []*checkpointVerifyPartition) string {
 	var fs []health.Finding
 	for _, r := range reps {
 		for _, f := range r.Findings {
-			fs = append(fs, health.Finding{Partition: f.Partition, Scope: health.ScopeCheckpoint, Object: f.Key, Check: health.CheckCheckpoint + ":" + f.Check})
+			fs = append(fs, health.Finding{Partition: f.Partition, Scope: health.ScopeCheckpoint, Object: f.Key, Check: health.CheckCheckpoint + ":" + string(f.Check)})
 		}
 	}
 	return strings.Join(health.Hints(fs, "", map[string]bool{}), "; ")

@@ -24,5 +24,7 @@ func addCommands(root *cobra.Command, g *globals) {
 		newQuarantineCmd(g),
 		newRepairCmd(g),
 		newLeaseCmd(g),
+		newExplainCmd(g),
+		newSupportBundleCmd(g),
 	)
 }

@@ -18,7 +18,7 @@ import (
 func TestConfigSetJSONCarriesError(t *testing.T) {
 	ctx := context.Background()
 	st := demoMem(t)
-	if _, err := lease.Acquire(ctx, st, lease.PartitionName(layout.TopicPartition{Topic: "orders", Partition: 1}), "other-host/pid-1/unknown/x", time.Hour, nil); err != nil {
+	if _, err := lease.Acquire(ctx, st, lease.PartitionName(layout.TopicPartition{Topic: "orders", Partition: 1}), "other-host/pid-1/unknown/x", time.Hour, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	out, _, err := runWithStore(ctx, t, st, "--lease-wait", "0s", "config", "set", "orders", "retention.ms=3600000", "-o", "json")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nereusctl/nereusctl/internal/health"
 	"github.com/nereusctl/nereusctl/internal/nkc1"
+	"github.com/nereusctl/nereusctl/internal/recovery"
 )
 
 // Every check a finding can name is in docs/json-output.md: the health
@@ -23,9 +24,13 @@ func TestJSONOutputNamesEveryCheck(t *testing.T) {
 		health.CheckBeyondHead, health.CheckChain, health.CheckInvariant, health.CheckMandatoryCoverage,
 		health.CheckQuarantineRecord, health.CheckOrphanStream, health.CheckStrayKey, health.CheckDeletedStream,
 	}
-	// recovery.VerifyCheckpoints' checks (its add calls), nkc1's, and
-	// health's for a checkpoint replay skipped (checkOfReason)
-	for _, c := range []string{"name", "head", "get", "size", "etag", nkc1.CheckStructure, nkc1.CheckCRC, nkc1.CheckSHA256, nkc1.CheckRoot, nkc1.CheckDecode, "anchor", "anchor-object", "binding-ref", "object"} {
+	// checkpoint verify's checks, nkc1's (a section's), and health's for a
+	// checkpoint replay skipped over its object check (checkOfReason)
+	cp := []string{nkc1.CheckCRC, nkc1.CheckSHA256, "object"}
+	for _, c := range []recovery.VerifyCheck{recovery.CheckName, recovery.CheckHead, recovery.CheckGet, recovery.CheckSize, recovery.CheckETag, recovery.CheckStructure, recovery.CheckDecode, recovery.CheckRoot, recovery.CheckBindingRef, recovery.CheckAnchor, recovery.CheckAnchorObject} {
+		cp = append(cp, string(c))
+	}
+	for _, c := range cp {
 		checks = append(checks, health.CheckCheckpoint+":"+c)
 	}
 	for _, c := range checks {

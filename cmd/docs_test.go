@@ -150,7 +150,7 @@ func TestCompletionScripts(t *testing.T) {
 func TestLayoutSchemas(t *testing.T) {
 	schemas := map[string]*jsonschema.Schema{}
 	c := jsonschema.NewCompiler()
-	for _, name := range []string{"binding", "head", "generation", "quarantine", "lease", "deletion", "retention-progress", "store-probe"} {
+	for _, name := range []string{"binding", "head", "generation", "quarantine", "lease", "deletion", "retention-progress", "store-probe", "proof-ledger"} {
 		path, err := filepath.Abs(filepath.Join(docsDir, "formats", "schemas", name+".schema.json"))
 		if err != nil {
 			t.Fatal(err)
@@ -246,7 +246,7 @@ func TestLayoutSchemas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := lease.Acquire(ctx, st, "retention", lease.Holder(), time.Minute, nil)
+	l, err := lease.Acquire(ctx, st, "retention", lease.Holder(), time.Minute, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,6 +282,27 @@ func TestLayoutSchemas(t *testing.T) {
 			t.Fatal(err)
 		}
 		mustValidate("deletion", filepath.Base(f), data)
+	}
+
+	// Real proof ledgers, as verify --deep writes them.
+	var ledgerDoc []byte
+	{
+		var out, errb bytes.Buffer
+		if code := Execute(ctx, []string{"--store", "file://" + dir, "verify", "--all", "--deep"}, &out, &errb); code != 0 {
+			t.Fatalf("verify --deep: exit %d\n%s", code, errb.String())
+		}
+		ledgers, _ := filepath.Glob(filepath.Join(dir, "streams", "*", "proof.json"))
+		if len(ledgers) == 0 {
+			t.Fatal("verify --deep wrote no proof ledger")
+		}
+		for _, f := range ledgers {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mustValidate("proof-ledger", f, data)
+			ledgerDoc = data
+		}
 	}
 
 	// A real store probe result, passed and failed, as the gate records
@@ -403,6 +424,10 @@ func TestLayoutSchemas(t *testing.T) {
 			delete(c, "retention.bytes")
 		}},
 		{"head", "an unknown field", headJSON, func(m map[string]any) { m["tvim"] = 0 }},
+		{"proof-ledger", "a proof of a mutable document", ledgerDoc, func(m map[string]any) {
+			m["proofs"].([]any)[0].(map[string]any)["key"] = "streams/s-1/head.json"
+		}},
+		{"proof-ledger", "a proof without its build", ledgerDoc, func(m map[string]any) { delete(m["proofs"].([]any)[0].(map[string]any), "build") }},
 		{"lease", "a malformed digest", leaseDoc, func(m map[string]any) { m["digest"] = "sha256:XYZ" }},
 		{"store-probe", "no checks", probeDocs["passed"], func(m map[string]any) { m["checks"] = []any{} }},
 		{"store-probe", "a check without its guarantee", probeDocs["failed"], func(m map[string]any) { delete(m["checks"].([]any)[0].(map[string]any), "guarantee") }},
@@ -436,6 +461,7 @@ func TestLayoutSchemas(t *testing.T) {
 		{"lease", reflect.TypeOf(layout.Lease{})},
 		{"retention-progress", reflect.TypeOf(layout.RetentionProgress{})},
 		{"store-probe", reflect.TypeOf(layout.StoreProbe{})},
+		{"proof-ledger", reflect.TypeOf(layout.ProofLedger{})},
 	} {
 		raw, err := os.ReadFile(filepath.Join(docsDir, "formats", "schemas", d.schema+".schema.json"))
 		if err != nil {

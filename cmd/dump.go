@@ -20,6 +20,11 @@ type dumpOptions struct {
 	raw         bool
 	printData   bool
 	showObjects bool
+	group       string
+	txn         string
+	partCount   int32
+	since       string
+	until       string
 }
 
 func (o *dumpOptions) addFlags(c *cobra.Command) {
@@ -31,6 +36,11 @@ func (o *dumpOptions) addFlags(c *cobra.Command) {
 	c.Flags().BoolVar(&o.showObjects, "show-objects", false, "add each batch's stream object (\"object: KEY\") after kafka-dump-log's fields")
 	c.Flags().BoolVar(&o.printData, "print-data-log", false, "print each record's key and value as text (kafka-dump-log's flag: \"key: … payload: …\"; bytes that are not UTF-8 escaped as \\xNN); implies --deep")
 	c.Flags().BoolVar(&o.raw, "raw", false, "for a compacted partition: dump the COMMITTED batches instead of the READ_COMMITTED view")
+	c.Flags().StringVar(&o.group, "group", "", "dump __consumer_offsets: only this consumer group's records, from the partition its coordinator uses (Utils.abs(group.hashCode()) % partitions); implies --deep --decoder offsets")
+	c.Flags().StringVar(&o.txn, "txn", "", "dump __transaction_state: only this transactional id's records, from the partition its coordinator uses; implies --deep --decoder txn")
+	c.Flags().Int32Var(&o.partCount, "partition-count", 0, "with --group or --txn: the coordinator topic's partition count (offsets.topic.num.partitions, transaction.state.log.num.partitions; default: the topic's bindings in the store, 0 to N-1)")
+	c.Flags().StringVar(&o.since, "since", "", "only records with a timestamp at or after TIME (RFC3339, or ms since the epoch); batches without one are not shown")
+	c.Flags().StringVar(&o.until, "until", "", "only records with a timestamp before TIME (RFC3339, or ms since the epoch)")
 }
 
 func (o *dumpOptions) validate() (dumplog.Options, error) {
@@ -44,7 +54,75 @@ func (o *dumpOptions) validate() (dumplog.Options, error) {
 	if err != nil {
 		return dumplog.Options{}, exitcode.UsageErr(fmt.Errorf("--%w", err))
 	}
-	return dumplog.Options{From: o.from, Count: o.count, Deep: o.deep || o.printData || dec != dumplog.DecoderNone, Decoder: dec, VerifyCRC: o.verifyCRC, PrintData: o.printData, ShowObjects: o.showObjects}, nil
+	var f dumplog.Filter
+	switch {
+	case o.group != "" && o.txn != "":
+		return dumplog.Options{}, exitcode.UsageErr(fmt.Errorf("--group and --txn: give one (a group lives in __consumer_offsets, a transactional id in __transaction_state)"))
+	case o.group != "":
+		f.Group = o.group
+		if dec == dumplog.DecoderTxn {
+			return dumplog.Options{}, exitcode.UsageErr(fmt.Errorf("--group with --decoder txn: a group's records are __consumer_offsets records (--decoder offsets)"))
+		}
+		dec = dumplog.DecoderOffsets
+	case o.txn != "":
+		f.TransactionalID = o.txn
+		if dec == dumplog.DecoderOffsets {
+			return dumplog.Options{}, exitcode.UsageErr(fmt.Errorf("--txn with --decoder offsets: a transactional id's records are __transaction_state records (--decoder txn)"))
+		}
+		dec = dumplog.DecoderTxn
+	case o.partCount != 0:
+		return dumplog.Options{}, exitcode.UsageErr(fmt.Errorf("--partition-count is for --group or --txn"))
+	}
+	if o.partCount < 0 {
+		return dumplog.Options{}, exitcode.UsageErr(fmt.Errorf("--partition-count %d: want at least 1", o.partCount))
+	}
+	if o.since != "" {
+		ms, err := parseTimeFlag("since", o.since)
+		if err != nil {
+			return dumplog.Options{}, err
+		}
+		f.Since = &ms
+	}
+	if o.until != "" {
+		ms, err := parseTimeFlag("until", o.until)
+		if err != nil {
+			return dumplog.Options{}, err
+		}
+		f.Until = &ms
+	}
+	if f.Since != nil && f.Until != nil && *f.Until <= *f.Since {
+		return dumplog.Options{}, exitcode.UsageErr(fmt.Errorf("--until %s is not after --since %s: no record can be in between", o.until, o.since))
+	}
+	return dumplog.Options{From: o.from, Count: o.count, Deep: o.deep || o.printData || dec != dumplog.DecoderNone, Decoder: dec, VerifyCRC: o.verifyCRC, PrintData: o.printData, ShowObjects: o.showObjects, Filter: f}, nil
+}
+
+// target is the partition a dump reads: the argument, or with --group or
+// --txn the coordinator topic's partition that holds the id's records.
+func (o *dumpOptions) target(cmd *cobra.Command, g *globals, arg string) (string, *dumplog.Coordinator, error) {
+	id := o.group + o.txn
+	if id == "" {
+		return arg, nil, nil
+	}
+	ctx := cmd.Context()
+	st, err := g.store(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	topic := arg
+	if o.group != "" && topic != "__consumer_offsets" || o.txn != "" && topic != "__transaction_state" {
+		want := "__consumer_offsets --group G"
+		if o.txn != "" {
+			want = "__transaction_state --txn ID"
+		}
+		return "", nil, exitcode.UsageErr(fmt.Errorf("dump %s: with --%s give the topic alone: dump %s (the partition is the coordinator's)", arg, map[bool]string{true: "group", false: "txn"}[o.group != ""], want))
+	}
+	c, err := dumplog.CoordinatorPartition(ctx, st, topic, id, o.partCount)
+	if err != nil {
+		return "", nil, fmt.Errorf("dump %s: %w", topic, err)
+	}
+	fmt.Fprintf(g.stderr, "%s %q: %s-%d (Utils.abs(hashCode %d) %% %d partitions: the %s)\n", dumplog.CoordinatorTopics[topic], id, topic, c.Partition, c.HashCode, c.PartitionCount,
+		map[string]string{"bindings": "count of the topic's bindings", "flag": "count given by --partition-count"}[c.CountSource])
+	return fmt.Sprintf("%s-%d", topic, c.Partition), c, nil
 }
 
 func newDumpCmd(g *globals) *cobra.Command {
@@ -94,14 +172,18 @@ Nothing is written.` + exitStatusHelp("3 a batch failed its CRC or could not be 
 			if err != nil {
 				return err
 			}
-			return runDump(cmd, g, opt, args[0], o.raw)
+			arg, c, err := o.target(cmd, g, args[0])
+			if err != nil {
+				return err
+			}
+			return runDump(cmd, g, opt, arg, o.raw, c)
 		},
 	}
 	o.addFlags(c)
 	return c
 }
 
-func runDump(cmd *cobra.Command, g *globals, opt dumplog.Options, arg string, raw bool) error {
+func runDump(cmd *cobra.Command, g *globals, opt dumplog.Options, arg string, raw bool, c *dumplog.Coordinator) error {
 	ctx := cmd.Context()
 	st, err := g.store(ctx)
 	if err != nil {
@@ -124,20 +206,20 @@ func runDump(cmd *cobra.Command, g *globals, opt dumplog.Options, arg string, ra
 	if hrep.Blocked {
 		return exitcode.BlockedErr(fmt.Errorf("dump %s: %w: %s", b.Name(), layout.ErrBlocked, hrep.BlockedReason), "nothing is served from COMMITTED data compaction superseded; see docs/runbooks/coordinator-blocked.md")
 	}
-	if err := runDumpSource(cmd, g, opt, b, raw); err != nil {
+	if err := runDumpSource(cmd, g, opt, b, raw, c); err != nil {
 		return err
 	}
 	return healthErr("dump", hrep)
 }
 
-func runDumpSource(cmd *cobra.Command, g *globals, opt dumplog.Options, b *layout.Binding, raw bool) error {
+func runDumpSource(cmd *cobra.Command, g *globals, opt dumplog.Options, b *layout.Binding, raw bool, c *dumplog.Coordinator) error {
 	ctx := cmd.Context()
 	st, err := g.store(ctx)
 	if err != nil {
 		return err
 	}
 	if b.Coverage.State == layout.CoverageActive && !raw {
-		return runDumpView(cmd, g, opt, b)
+		return runDumpView(cmd, g, opt, b, c)
 	}
 	src, note, err := dumplog.SourceFor(ctx, st, b)
 	if err != nil {
@@ -150,8 +232,8 @@ func runDumpSource(cmd *cobra.Command, g *globals, opt dumplog.Options, b *layou
 	logStart, head := src.Bounds()
 	fromPastHead(g, opt, head)
 	if g.json() {
-		err = writeJSONLine(w, dumpHeaderJSON{Head: head, LogStart: logStart, Partition: b.Partition, SchemaVersion: SchemaVersion,
-			Source: src.Describe(), StreamID: b.StreamID, Topic: b.Topic, Type: "dump"})
+		err = writeJSONLine(w, dumpHeaderJSON{Coordinator: c, Head: head, LogStart: logStart, Partition: b.Partition, SchemaVersion: SchemaVersion,
+			Source: src.Describe(), StreamID: b.StreamID, Topic: b.Topic, Type: "dump", Since: opt.Filter.Since, Until: opt.Filter.Until})
 	} else {
 		// stdout holds kafka-dump-log's text alone: nereusctl's summary
 		// goes to stderr.
@@ -198,7 +280,7 @@ func fromPastHead(g *globals, opt dumplog.Options, head int64) {
 }
 
 // runDumpView prints the READ_COMMITTED view of a compacted partition.
-func runDumpView(cmd *cobra.Command, g *globals, opt dumplog.Options, b *layout.Binding) error {
+func runDumpView(cmd *cobra.Command, g *globals, opt dumplog.Options, b *layout.Binding, c *dumplog.Coordinator) error {
 	ctx := cmd.Context()
 	st, err := g.store(ctx)
 	if err != nil {
@@ -213,8 +295,8 @@ func runDumpView(cmd *cobra.Command, g *globals, opt dumplog.Options, b *layout.
 	}
 	w := newStreamWriter(g)
 	if g.json() {
-		err = writeJSONLine(w, dumpViewHeaderJSON{CompactedEnd: b.Coverage.End, CompactedStart: b.Coverage.Start, Partition: b.Partition, SchemaVersion: SchemaVersion,
-			Source: "read_committed_view", StreamID: b.StreamID, Topic: b.Topic, Type: "dump"})
+		err = writeJSONLine(w, dumpViewHeaderJSON{CompactedEnd: b.Coverage.End, CompactedStart: b.Coverage.Start, Coordinator: c, Partition: b.Partition, SchemaVersion: SchemaVersion,
+			Source: "read_committed_view", StreamID: b.StreamID, Topic: b.Topic, Type: "dump", Since: opt.Filter.Since, Until: opt.Filter.Until})
 	} else {
 		_, err = fmt.Fprintf(w, "Dumping %s as a READ_COMMITTED fetch sees it: compacted view [%d, %d) (set %s), then the COMMITTED tail (--raw for the stored batches)\n",
 			b.Name(), b.Coverage.Start, b.Coverage.End, b.Coverage.SetID[:16])
@@ -248,25 +330,33 @@ func runDumpView(cmd *cobra.Command, g *globals, opt dumplog.Options, b *layout.
 // dumpHeaderJSON is the first line of dump -o json over COMMITTED batches
 // (docs/json-output.md); fields in name order, as the line always had them.
 type dumpHeaderJSON struct {
-	Head          int64  `json:"head"`
-	LogStart      int64  `json:"log_start"`
-	Partition     int32  `json:"partition"`
-	SchemaVersion int    `json:"schema_version"`
-	Source        string `json:"source"`
-	StreamID      string `json:"stream_id"`
-	Topic         string `json:"topic"`
-	Type          string `json:"type"`
+	// Coordinator is set with --group or --txn: the partition the
+	// coordinator uses and how it was found.
+	Coordinator   *dumplog.Coordinator `json:"coordinator,omitempty"`
+	Head          int64                `json:"head"`
+	LogStart      int64                `json:"log_start"`
+	Partition     int32                `json:"partition"`
+	SchemaVersion int                  `json:"schema_version"`
+	Since         *int64               `json:"since,omitempty"`
+	Source        string               `json:"source"`
+	StreamID      string               `json:"stream_id"`
+	Topic         string               `json:"topic"`
+	Type          string               `json:"type"`
+	Until         *int64               `json:"until,omitempty"`
 }
 
 // dumpViewHeaderJSON is the first line of dump -o json over a compacted
 // partition's READ_COMMITTED view.
 type dumpViewHeaderJSON struct {
-	CompactedEnd   int64  `json:"compacted_end"`
-	CompactedStart int64  `json:"compacted_start"`
-	Partition      int32  `json:"partition"`
-	SchemaVersion  int    `json:"schema_version"`
-	Source         string `json:"source"`
-	StreamID       string `json:"stream_id"`
-	Topic          string `json:"topic"`
-	Type           string `json:"type"`
+	CompactedEnd   int64                `json:"compacted_end"`
+	CompactedStart int64                `json:"compacted_start"`
+	Coordinator    *dumplog.Coordinator `json:"coordinator,omitempty"`
+	Partition      int32                `json:"partition"`
+	SchemaVersion  int                  `json:"schema_version"`
+	Since          *int64               `json:"since,omitempty"`
+	Source         string               `json:"source"`
+	StreamID       string               `json:"stream_id"`
+	Topic          string               `json:"topic"`
+	Type           string               `json:"type"`
+	Until          *int64               `json:"until,omitempty"`
 }

@@ -195,6 +195,9 @@ func jsonCases(offsets, garbage, fixture string) []jsonCase {
 		{"checkpoint create", "checkpoint create", "checkpoint-create", "demo", []string{"orders-0", "payments-0"}, 0, false},
 		{"verify --deep", "verify", "verify", "demo", []string{"--all", "--deep"}, 0, false},
 		{"verify with findings", "verify", "verify", "damaged", []string{"--all", "--read-only"}, 3, false},
+		{"verify --deep --incremental under a budget", "verify", "verify", "demo", []string{"--all", "--deep", "--incremental", "--max-bytes", "20KiB"}, 0, false},
+		{"verify --max-age (nothing proved: stale)", "verify", "verify", "demo", []string{"--all", "--max-age", "7d"}, 3, false},
+		{"verify --plan", "verify", "verify", "demo", []string{"--all", "--deep", "--incremental", "--max-requests", "5", "--plan"}, 0, false},
 		{"delete-binding --dry-run", "delete-binding", "delete-binding", "demo", []string{"orders-0", "--dry-run"}, 0, false},
 		{"delete-binding", "delete-binding", "delete-binding", "demo", []string{"orders-0", "--yes"}, 0, false},
 		{"gc --dry-run", "gc", "gc", "demo", []string{"--dry-run"}, 0, false},
@@ -224,6 +227,16 @@ func jsonCases(offsets, garbage, fixture string) []jsonCase {
 		{"error: usage", "status", "error", "demo", []string{"--bogus"}, 2, false},
 		{"error: corrupt checkpoint file", "checkpoint inspect", "error", "demo", []string{"--file", garbage}, 3, false},
 		{"error: blocked", "replay", "error", "damaged", []string{"__consumer_offsets-0"}, 4, false},
+		{"explain", "explain", "explain", "demo", []string{"orders-0", "100"}, 0, false},
+		{"explain of a compacted-away offset", "explain", "explain", "demo", []string{"customers-0", "3"}, 0, false},
+		{"explain above the HW", "explain", "explain", "demo", []string{"orders-0", "999999"}, 0, false},
+		{"explain in quarantined coverage", "explain", "explain", "damaged", []string{"__consumer_offsets-0", "0"}, 3, false},
+		{"explain with data loss", "explain", "explain", "loss", []string{"orders-0", "0"}, 3, false},
+		{"replay --plan", "replay", "replay-plan", "demo", []string{"orders-0", "--plan"}, 0, false},
+		{"support-bundle", "support-bundle", "support-bundle", "demo", []string{"--output", filepath.Join(filepath.Dir(garbage), "bundle.tar.gz")}, 0, false},
+		{"dump --group", "dump", "dump", "demo", []string{"__consumer_offsets", "--group", "group-2", "--count", "3"}, 0, true},
+		{"dump --since --until", "dump", "dump", "demo", []string{"orders-0", "--since", "2026-11-02T00:00:00Z", "--until", "2026-11-03T00:00:00Z"}, 0, true},
+		{"trim --before --dry-run", "trim", "trim", "demo", []string{"orders-0", "--before", "2026-11-08T00:00:00Z", "--dry-run"}, 0, false},
 	}
 }
 

@@ -45,7 +45,7 @@ func TestLeaseTTLBounds(t *testing.T) {
 func TestLeaseBreakCommand(t *testing.T) {
 	ctx := context.Background()
 	st := demoMem(t)
-	live, err := lease.Acquire(ctx, st, lease.PartitionName(layout.TopicPartition{Topic: "orders", Partition: 0}), "other-host/pid-1/unknown/x", time.Hour, nil)
+	live, err := lease.Acquire(ctx, st, lease.PartitionName(layout.TopicPartition{Topic: "orders", Partition: 0}), "other-host/pid-1/unknown/x", time.Hour, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

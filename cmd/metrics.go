@@ -18,7 +18,6 @@ import (
 	"github.com/nereusctl/nereusctl/internal/retention"
 	"github.com/nereusctl/nereusctl/internal/status"
 	"github.com/nereusctl/nereusctl/internal/store"
-	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
 // scheduledCommands are the commands a scheduler runs, which write metrics
@@ -89,6 +88,9 @@ func checkMetricsSettings(cfg *Config) (*metrics.Gateway, error) {
 // settings from the environment or a config file are for the scheduled
 // commands and ignored elsewhere).
 func (g *globals) startMetrics(cmd *cobra.Command) error {
+	if g.noMetrics {
+		return nil // a run inside support-bundle: the scheduled job's metrics are not its own
+	}
 	path := commandPath(cmd)
 	label, scheduled := scheduledCommands[path]
 	if !scheduled {
@@ -238,43 +240,6 @@ func (g *globals) observeStatus(rows []status.Partition, storeFindings []health.
 				DataLoss: p.DataLoss != nil, Blocked: p.Blocked, LogStart: p.LogStart, HW: p.Head,
 			})
 		}
-	})
-}
-
-// observeVerify: ok, blocked, failed (findings or an error); findings by
-// check; each partition's verification at its level (deep only for a
-// full --deep: a --sample run hashes a slice).
-func (g *globals) observeVerify(reps []*verify.Report, deep, all bool) {
-	g.observe(func(r *metrics.Run) {
-		r.Partitions = results(metrics.ResultOK, metrics.ResultBlocked, metrics.ResultFailed)
-		r.Findings = map[string]int{}
-		level := metrics.LevelDefault
-		if deep {
-			level = metrics.LevelDeep
-		}
-		v := &metrics.Verify{Level: level, Complete: all}
-		for _, rep := range reps {
-			v.BytesHashed += rep.BytesHashed
-			for _, f := range rep.Findings {
-				r.Findings[f.Check]++
-			}
-			ok := false
-			switch {
-			case rep.Blocked:
-				r.Partitions[metrics.ResultBlocked]++
-			case len(rep.Findings) > 0 || rep.Err() != nil:
-				r.Partitions[metrics.ResultFailed]++
-			default:
-				r.Partitions[metrics.ResultOK]++
-				ok = true
-			}
-			tp, err := layout.ParseTopicPartition(rep.Partition)
-			if err != nil {
-				continue
-			}
-			v.Partitions = append(v.Partitions, metrics.VerifiedPartition{Topic: tp.Topic, Partition: tp.Partition, OK: ok})
-		}
-		r.Verify = v
 	})
 }
 

@@ -463,7 +463,7 @@ func TestBlockedPartitionsCounted(t *testing.T) {
 	dir, url := metricsDemo(t)
 	ctx := context.Background()
 	held := layout.TopicPartition{Topic: "orders", Partition: 0}
-	if _, err := lease.Acquire(ctx, mustFile(t, dir), lease.PartitionName(held), "cron@other-host", time.Hour, nil); err != nil {
+	if _, err := lease.Acquire(ctx, mustFile(t, dir), lease.PartitionName(held), "cron@other-host", time.Hour, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {

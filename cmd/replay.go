@@ -17,8 +17,8 @@ import (
 )
 
 type replayOptions struct {
-	full, compare, verifyCRC bool
-	clock                    clockFlags
+	full, compare, verifyCRC, plan bool
+	clock                          clockFlags
 }
 
 func newReplayCmd(g *globals) *cobra.Command {
@@ -57,19 +57,36 @@ the head (docs/kafka-retention-rules.md, "Producer expiration"). The same
 clock gives the same state digest. --compare runs the full replay at the
 same clock and also expires at the chosen checkpoint's anchor with the
 clock that checkpoint was made with, so both sides apply the same clocks
-at the same offsets.` + exitStatusHelp("3 missing objects between the trim and the head, a corrupt object or batch (CRC), or with --compare: the checkpoint path and the full replay disagree"),
+at the same offsets.
+
+--plan says what the replay would do without reading the tail: the
+checkpoint it would start from (chosen and verified as the replay chooses
+it), the checkpoints it would skip and why, the tail's range, objects and
+bytes from the listing, the generation manifests sealed after the
+checkpoint, and the requests the replay would send (the plan's own, plus
+one GET per tail object). It runs the same data-loss check and health
+check as the replay.` + exitStatusHelp("3 missing objects between the trim and the head, a corrupt object or batch (CRC), or with --compare: the checkpoint path and the full replay disagree"),
 		Example: `  nereusctl replay payments-0
-  nereusctl replay payments-0 --compare -o json`,
+  nereusctl replay payments-0 --compare -o json
+  # what a restart would read, before reading it
+  nereusctl replay payments-0 --plan`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.full && o.compare {
 				return exitcode.UsageErr(fmt.Errorf("--full and --compare: --compare already runs the full replay"))
+			}
+			if o.plan && (o.full || o.compare) {
+				return exitcode.UsageErr(fmt.Errorf("--plan is the checkpoint path's plan: not with --full or --compare"))
+			}
+			if o.plan {
+				return runReplayPlan(cmd, g, args[0])
 			}
 			return runReplay(cmd, g, o, args[0])
 		},
 	}
 	c.Flags().BoolVar(&o.full, "full", false, "ignore checkpoints: replay from the first offset")
 	c.Flags().BoolVar(&o.compare, "compare", false, "run the checkpoint path and a full replay; exit 3 unless the digests match")
+	c.Flags().BoolVar(&o.plan, "plan", false, "print what the replay would read (checkpoint, tail objects, bytes, requests) without reading the tail")
 	c.Flags().BoolVar(&o.verifyCRC, "verify-crc", false, "no-op, kept for compatibility: every batch CRC is always verified")
 	o.clock.add(c, true)
 	return c

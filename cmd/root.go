@@ -101,6 +101,9 @@ type globals struct {
 	// probeNoted is set once the stored store probe result was looked at
 	// this run, and proved once a mutation's gate passed (probegate.go).
 	probeNoted, proved bool
+	// noMetrics: a command run inside another (support-bundle) writes and
+	// pushes no metrics, whatever the settings.
+	noMetrics bool
 	// metrics is the run of a scheduled command with a metrics output
 	// (--metrics-file, --push-gateway), written when it ends.
 	metrics *metricsRun

@@ -13,10 +13,12 @@ import (
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/retention"
+	"github.com/nereusctl/nereusctl/internal/timecut"
 )
 
 type trimOptions struct {
 	to     int64
+	before string
 	dryRun bool
 	yes    bool
 	clock  clockFlags
@@ -25,13 +27,23 @@ type trimOptions struct {
 func newTrimCmd(g *globals) *cobra.Command {
 	o := &trimOptions{}
 	c := &cobra.Command{
-		Use:   "trim TOPIC-PARTITION --to OFFSET [--dry-run]",
+		Use:   "trim TOPIC-PARTITION (--to OFFSET | --before TIME) [--dry-run]",
 		Short: "DeleteRecords for one partition: move the log start, durably",
 		Long: `Move a partition's log start to OFFSET, as Kafka's DeleteRecords does: -1
 means the HW; an offset below 0 or above the HW is OFFSET_OUT_OF_RANGE; the
 topic's cleanup.policy must contain delete (else POLICY_VIOLATION); any
 offset works, not only a segment boundary; the log start never moves back.
 A consumer group's committed offset is never a floor.
+
+--before TIME (RFC3339, or ms since the epoch) trims by time: the new log
+start is the earliest offset whose record timestamp is at or after TIME,
+as ListOffsets by timestamp answers it (the HW when every record is
+older). The plan's preflight reads the records from the log start to the
+HW and reports their timestamps out of order around the cut: records at
+or above it older than TIME (kept, although older: a producer's clock
+ran behind, or one ran ahead and set the cut early), and how many records
+newer than TIME lie before the last older one (what a cut after it would
+delete). Run it with --dry-run first.
 
 The durable sequence (docs/design.md §7): publish the pre-trim NKC1 checkpoint, CAS
 the stream head's trim, read it back, CAS the binding's observed_log_start
@@ -50,11 +62,25 @@ with exit 2 and nothing is written.` + exitStatusHelp("1 when the request is ref
   # destructive: records below 1200 become unreadable
   nereusctl trim orders-0 --to 1200
   # destructive: every record goes (up to the HW)
-  nereusctl trim orders-0 --to -1 --yes -o json`,
+  nereusctl trim orders-0 --to -1 --yes -o json
+  # by time: what a trim before 8 November would delete and keep
+  nereusctl trim orders-0 --before 2026-11-08T00:00:00Z --dry-run`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !cmd.Flags().Changed("to") {
-				return exitcode.UsageErr(fmt.Errorf("--to OFFSET is required (-1 for the HW)"))
+			byTime := cmd.Flags().Changed("before")
+			switch {
+			case byTime && cmd.Flags().Changed("to"):
+				return exitcode.UsageErr(fmt.Errorf("--to and --before: give one (an offset or a time)"))
+			case !byTime && !cmd.Flags().Changed("to"):
+				return exitcode.UsageErr(fmt.Errorf("--to OFFSET (-1 for the HW) or --before TIME is required"))
+			}
+			var beforeMs *int64
+			if byTime {
+				ms, err := parseTimeFlag("before", o.before)
+				if err != nil {
+					return err
+				}
+				beforeMs = &ms
 			}
 			now, clock, err := o.clock.nowAndClock()
 			if err != nil {
@@ -69,8 +95,11 @@ with exit 2 and nothing is written.` + exitStatusHelp("1 when the request is ref
 			if err != nil {
 				return exitcode.UsageErr(fmt.Errorf("partition %q: %w", args[0], err))
 			}
-			to := o.to
-			req := retention.Request{TP: tp, DeleteRecords: &to, NowMs: now.UnixMilli(), Clock: clock, DryRun: o.dryRun, Hooks: crashHooks()}
+			to := &o.to
+			if byTime {
+				to = nil
+			}
+			req := retention.Request{TP: tp, DeleteRecords: to, BeforeMs: beforeMs, NowMs: now.UnixMilli(), Clock: clock, DryRun: o.dryRun, Hooks: crashHooks()}
 			if !o.dryRun && !o.yes {
 				req.ConfirmFull = func(r *retention.Result) error {
 					c, err := confirmFull(g, "trim", []string{fmt.Sprintf("%s-%d (log start %d -> HW %d)", r.Topic, r.Partition, r.CurrentLogStart, r.HW)})
@@ -84,11 +113,12 @@ with exit 2 and nothing is written.` + exitStatusHelp("1 when the request is ref
 			return renderTrimResults(g, o.dryRun, []*retention.Result{r}, false)
 		},
 	}
-	c.Flags().Int64Var(&o.to, "to", 0, "the new log start offset (-1: the HW); required")
-	// required, so it has no default to show (the help and man pages
-	// would print --to=0 as if 0 were taken when it is left out)
+	c.Flags().Int64Var(&o.to, "to", 0, "the new log start offset (-1: the HW); this or --before is required")
+	// required (or --before), so it has no default to show: the help and
+	// man pages would print --to=0 as if 0 were taken when it is left out
 	c.Flags().Lookup("to").DefValue = ""
 	_ = c.Flags().SetAnnotation("to", flagPlaceholder, []string{"OFFSET"})
+	c.Flags().StringVar(&o.before, "before", "", "trim the records before TIME (RFC3339, or ms since the epoch): the new log start is the earliest offset whose record timestamp is at or after it")
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the plan; write nothing")
 	c.Flags().BoolVar(&o.yes, "yes", false, "remove every record without asking when the new log start is the HW")
 	o.clock.add(c, true)
@@ -234,6 +264,9 @@ func renderPlan(g *globals, r *retention.Result, dryRun bool) {
 	default:
 		fmt.Fprintf(w, "%s: %s log start %d -> %d (HW %d)%s\n", name, verb, r.CurrentLogStart, r.NewLogStart, r.HW, every)
 	}
+	if tc := r.TimeCut; tc != nil {
+		renderTimeCut(w, tc, dryRun)
+	}
 	if p := r.Plan; p != nil && (dryRun || r.Trimmed()) {
 		for _, c := range p.Candidates {
 			off := "-"
@@ -263,4 +296,32 @@ func renderPlan(g *globals, r *retention.Result, dryRun bool) {
 			fmt.Fprintf(w, "  pre-trim checkpoint: %s (new object: %v); head trim written: %v; binding updated: %v\n", t.Checkpoint, t.CheckpointPublished, t.HeadMutated, t.BindingMutated)
 		}
 	}
+}
+
+// renderTimeCut prints the offset a --before time answered and the
+// preflight of the timestamps around it.
+func renderTimeCut(w io.Writer, tc *timecut.Cut, dryRun bool) {
+	p := tc.Preflight
+	if tc.Found {
+		fmt.Fprintf(w, "  before %s: the earliest offset at or after it is %d (timestamp %s)\n", msTime(tc.TimeMs), tc.Offset, msTime(*tc.Timestamp))
+	} else {
+		fmt.Fprintf(w, "  before %s: no record is at or after it: every record is older (up to the HW %d)\n", msTime(tc.TimeMs), tc.Offset)
+	}
+	verb, keep := "deleted", "kept"
+	if dryRun {
+		verb, keep = "would be deleted", "would be kept"
+	}
+	newest := "-"
+	if p.NewestDeleted != nil {
+		newest = msTime(*p.NewestDeleted)
+	}
+	fmt.Fprintf(w, "  preflight: %d records below the cut %s, all older than the time (newest %s)\n", p.Deleted, verb, newest)
+	if !p.OutOfOrder {
+		fmt.Fprintf(w, "  preflight: timestamps in order around the cut: no record above it is older than the time\n")
+		return
+	}
+	fmt.Fprintf(w, "  preflight: OUT OF ORDER: %d records at or above the cut are older than the time and %s (offsets %d to %d, oldest %s)\n",
+		p.KeptOlder, keep, *p.FirstKeptOlder, *p.LastKeptOlder, msTime(*p.OldestKept))
+	fmt.Fprintf(w, "  preflight: a cut after the last older record (offset %d) would delete %d records newer than the time; a producer's clock may be skewed\n",
+		*p.LastKeptOlder+1, p.NewerBeforeLastOlder)
 }

@@ -395,7 +395,7 @@ func TestRetentionLease(t *testing.T) {
 	st := fileStore(t, dir)
 	ctx := context.Background()
 	held := layout.TopicPartition{Topic: "orders", Partition: 0}
-	l, err := lease.Acquire(ctx, st, lease.PartitionName(held), "cron@other-host", time.Hour, nil)
+	l, err := lease.Acquire(ctx, st, lease.PartitionName(held), "cron@other-host", time.Hour, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +430,7 @@ func TestRetentionLease(t *testing.T) {
 		t.Fatal(err)
 	}
 	// an expired lease is taken over
-	if _, err := lease.Acquire(ctx, st, lease.PartitionName(held), "crashed-run", -time.Second, nil); err != nil {
+	if _, err := lease.Acquire(ctx, st, lease.PartitionName(held), "crashed-run", -time.Second, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	if code, out, stderr := cli(t, url, nil, "retention", "run", "--all", "--yes", "--progress-file", prog, "--lease-wait", "0s"); code != 0 {

@@ -257,7 +257,7 @@ func TestCompactRerunRefreshesItsObjects(t *testing.T) {
 func holdLease(t *testing.T, st store.Store, topic string, p int32) {
 	t.Helper()
 	ctx := context.Background()
-	l, err := lease.Acquire(ctx, st, lease.PartitionName(layout.TopicPartition{Topic: topic, Partition: p}), "other-job@elsewhere", time.Hour, nil)
+	l, err := lease.Acquire(ctx, st, lease.PartitionName(layout.TopicPartition{Topic: topic, Partition: p}), "other-job@elsewhere", time.Hour, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -283,7 +283,7 @@ func Compact(ctx context.Context, st store.Store, b *layout.Binding, o Options) 
 	}
 
 	// 2-4. Scan, re-read and emit; PUT and verify each object.
-	em := &emitter{ctx: ctx, st: st, p: p, limit: o.ObjectBytes, dryRun: o.DryRun, stats: &out.Stats, fence: o.fence}
+	em := &emitter{st: st, p: p, limit: o.ObjectBytes, dryRun: o.DryRun, stats: &out.Stats, fence: o.fence}
 	if err := p.run(ctx, st, o, em, &out.Stats); err != nil {
 		return out, fmt.Errorf("compact %s: %w", b.Name(), err)
 	}
@@ -418,7 +418,6 @@ func sameContent(a, b *layout.Generation) bool {
 // emitter writes the final rows as NTC2 objects of about limit bytes and,
 // unless in a dry run, PUTs and verifies each (step 4).
 type emitter struct {
-	ctx    context.Context
 	st     store.Store
 	p      *Plan
 	limit  int
@@ -446,7 +445,7 @@ func (e *emitter) newWriter() *ntc2.Writer {
 	return w
 }
 
-func (e *emitter) add(r *ntc2.Row) error {
+func (e *emitter) add(ctx context.Context, r *ntc2.Row) error {
 	if e.w == nil {
 		e.w = e.newWriter()
 	}
@@ -455,7 +454,7 @@ func (e *emitter) add(r *ntc2.Row) error {
 	}
 	e.last = r.Offset
 	if e.w.Len() >= e.limit {
-		return e.flush(r.Offset + 1)
+		return e.flush(ctx, r.Offset+1)
 	}
 	return nil
 }
@@ -469,7 +468,7 @@ func ntcSources(rs []layout.SourceRef) []ntc2.Source {
 }
 
 // flush finishes the current object at end and stores it.
-func (e *emitter) flush(end int64) error {
+func (e *emitter) flush(ctx context.Context, end int64) error {
 	if e.w == nil {
 		if end <= e.base || len(e.refs) > 0 {
 			return nil
@@ -510,10 +509,10 @@ func (e *emitter) flush(end int64) error {
 	// restarts the object's age, so gc's grace counts from this run, not
 	// from the run that first wrote it. The read-back below checks the
 	// digest of what the key holds.
-	if err := e.fence(e.ctx, "compact put "+ref.Key); err != nil {
+	if err := e.fence(ctx, "compact put "+ref.Key); err != nil {
 		return err
 	}
-	info, err := e.st.Put(e.ctx, ref.Key, data, store.None())
+	info, err := e.st.Put(ctx, ref.Key, data, store.None())
 	if err != nil {
 		return fmt.Errorf("put %s: %w", ref.Key, err)
 	}
@@ -522,7 +521,7 @@ func (e *emitter) flush(end int64) error {
 	}
 	e.refs = append(e.refs, ref)
 	// Full verification of what the store now holds.
-	back, err := store.GetInto(e.ctx, e.st, ref.Key, e.readBuf)
+	back, err := store.GetInto(ctx, e.st, ref.Key, e.readBuf)
 	if err != nil {
 		return fmt.Errorf("verify %s: %w", ref.Key, err)
 	}

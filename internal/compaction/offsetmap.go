@@ -175,9 +175,6 @@ func (m *offsetMap) latestOffsets() []uint64 {
 	return out
 }
 
-// bytes is the map's memory now.
-func (m *offsetMap) bytes() int64 { return int64(len(m.slots)) * 8 }
-
 // peakBytes is the most memory the map held at once (both tables while it
 // grew); never more than the budget it was made with.
 func (m *offsetMap) peakBytes() int64 { return int64(m.peak) * EntryBytes }

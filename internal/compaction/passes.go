@@ -62,7 +62,7 @@ func (p *Plan) run(ctx context.Context, st store.Store, o Options, em *emitter, 
 		stats.MapBytes = max(stats.MapBytes, m.peakBytes())
 		final := x == p.End
 		var next *spillFile
-		emit := em.add
+		emit := func(r *ntc2.Row) error { return em.add(ctx, r) }
 		if !final {
 			if next, err = newSpill(o.TempDir); err != nil {
 				return err
@@ -132,7 +132,7 @@ func (p *Plan) run(ctx context.Context, st store.Store, o Options, em *emitter, 
 			return err
 		}
 		if final {
-			return em.flush(p.End)
+			return em.flush(ctx, p.End)
 		}
 		if err := next.close(); err != nil {
 			return err

@@ -15,6 +15,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/stream"
+	"github.com/nereusctl/nereusctl/internal/testutil/importrun"
 )
 
 // TestCompactRealConsumerOffsets imports a real broker's uncleaned
@@ -51,7 +52,7 @@ func TestCompactRealConsumerOffsets(t *testing.T) {
 	}
 
 	st := store.NewMem(t.Name())
-	if _, err := importer.Run(ctx, st, importer.Options{Dir: dir}); err != nil {
+	if _, err := importrun.Run(ctx, st, importer.Options{Dir: dir}); err != nil {
 		t.Fatal(err)
 	}
 	b, _, err := layout.LoadBinding(ctx, st, "__consumer_offsets", 18)

@@ -88,6 +88,6 @@ func Regenerate(ctx context.Context, st store.Store, g *layout.Generation, maxMe
 	if limit <= 0 {
 		limit = defaultObjectBytes
 	}
-	em := &emitter{ctx: ctx, st: st, p: p, limit: limit, stats: &stats, onObject: fn}
+	em := &emitter{st: st, p: p, limit: limit, stats: &stats, onObject: fn}
 	return p.run(ctx, st, Options{MaxMemory: maxMemory, TempDir: os.TempDir()}, em, &stats)
 }

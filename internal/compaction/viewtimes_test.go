@@ -39,7 +39,7 @@ func TestReadViewTimesMatchesRows(t *testing.T) {
 				rows = append(rows, row{off, ts})
 			}
 			off++
-			w := ntc2.NewWriter(ntc2.Meta{Base: base, End: off, Sources: []ntc2.Source{{Gen: 0, ManifestSHA256: fmt.Sprintf("%064d", 0)}}})
+			w := ntc2.NewWriterWith(ntc2.Meta{Base: base, End: off, Sources: []ntc2.Source{{Gen: 0, ManifestSHA256: fmt.Sprintf("%064d", 0)}}}, ntc2.WriterOptions{})
 			for _, r := range rs {
 				if err := w.Add(r); err != nil {
 					t.Fatal(err)

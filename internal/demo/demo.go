@@ -374,6 +374,7 @@ func writePartition(ctx context.Context, st store.Store, o Options, tp topicPlan
 	}
 	at := int64(0) // the next regenerated object's base
 	gen := newGenerator(tp.kind, tp.name, p, records, rng)
+	gen.partitions = int32(tp.partitions)
 	gen.scale = scale
 	gen.batchRecords = o.BatchRecords
 	w.NowMs = func() int64 { return gen.clock }

@@ -12,6 +12,7 @@ import (
 type generator struct {
 	kind, topic string
 	partition   int32
+	partitions  int32 // the topic's partition count (the coordinator topics' rule)
 	total, made int
 	rng         *rand.Rand
 	clock       int64 // ms

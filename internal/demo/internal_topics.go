@@ -16,11 +16,30 @@ func (g *generator) internalRecord() (key, value []byte, err error) {
 	return g.txnLogRecord()
 }
 
+// coordIDs returns the first n ids of the form format (with 0, 1, …)
+// whose coordinator partition among partitions is p, by Kafka's rule
+// (coord.PartitionFor). The ids are deterministic.
+func coordIDs(format string, p, partitions int32, n int) []string {
+	out := make([]string, 0, n)
+	for i := 0; len(out) < n; i++ {
+		id := fmt.Sprintf(format, i)
+		if q, err := coord.PartitionFor(id, max(partitions, 1)); err == nil && q == p {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // offsetsRecord: mostly OffsetCommit (key type 1, value v3), a GroupMetadata
 // record (key type 2, value v3) every few records, and now and then a
 // tombstone for an expired offset.
 func (g *generator) offsetsRecord() ([]byte, []byte, error) {
-	group := fmt.Sprintf("group-%d", g.rng.IntN(4))
+	// The demo's four groups shared among the partitions (the same draw
+	// as ever), each written only to its coordinator partition, as a
+	// group coordinator does: group-0 and group-2 to partition 0 of two,
+	// group-1 and group-3 to partition 1.
+	ids := coordIDs("group-%d", g.partition, g.partitions, max(1, 4/int(max(g.partitions, 1))))
+	group := ids[g.rng.IntN(4)%len(ids)]
 	switch {
 	case g.internalN%7 == 0:
 		gen := int32(g.internalN / 7)
@@ -59,6 +78,12 @@ func (g *generator) offsetsRecord() ([]byte, []byte, error) {
 func (g *generator) txnLogRecord() ([]byte, []byte, error) {
 	id := g.rng.IntN(4)
 	txnID := fmt.Sprintf("payments-tx-%d-%d", id/2, id%2)
+	if p, err := coord.PartitionFor(txnID, max(g.partitions, 1)); err != nil || p != g.partition {
+		// Another coordinator partition's id: this partition's own, in
+		// the same slot (a transactional id's records live only on the
+		// partition Kafka's TransactionStateManager.partitionFor gives).
+		txnID = coordIDs("payments-tx-%d", g.partition, g.partitions, 4)[id]
+	}
 	steps := []coord.TxnStatus{1, 2, 4, 1, 3, 5} // Ongoing, PrepareCommit, CompleteCommit, Ongoing, PrepareAbort, CompleteAbort
 	status := steps[(g.internalN/4+id)%len(steps)]
 	v := coord.NewTransactionLogValue(0)

@@ -68,6 +68,9 @@ type Options struct {
 	// ShowObjects adds " object: KEY" (the stream object holding the
 	// batch) to each batch line's text, after kafka-dump-log's fields.
 	ShowObjects bool
+	// Filter keeps only some records (a group's, a transactional id's,
+	// a time range); the zero Filter keeps all.
+	Filter Filter
 }
 
 // ErrInvalid reports that the dump met batches that failed their CRC or
@@ -172,29 +175,36 @@ func (d *dumper) batch(b Batch) error {
 	if d.full() {
 		return errStop
 	}
+	line := &d.bl
+	fillBatchLine(line, b)
+	line.showObject = d.opt.ShowObjects
+	filter := d.opt.Filter.Active()
+	var decoded *kafka.Batch
+	if d.opt.Deep || d.opt.VerifyCRC || filter {
+		crcErr := kafka.VerifyCRC(b.Raw)
+		d.valid = crcErr == nil
+		line.Valid = &d.valid
+		if crcErr != nil {
+			line.Error = crcErr.Error()
+		} else if d.opt.Deep || filter {
+			var err error
+			if decoded, err = kafka.DecodeBatch(b.Raw, kafka.DefaultLimits()); err != nil {
+				line.Error = err.Error()
+			}
+		}
+	}
+	if filter && decoded != nil && !d.keepsAny(decoded) {
+		// No record of the batch is wanted: neither it nor (when it is
+		// the first shown) its segment's lines. A batch that failed
+		// stays: the filter cannot see into it.
+		return nil
+	}
 	if b.Segment != nil && b.Segment != d.seg {
 		// kafka-dump-log opens each .log file with these two lines.
 		d.seg = b.Segment
 		d.sl = SegmentLine{Type: "segment", File: b.Segment.File(), Base: b.Segment.Base}
 		if err := d.emit(&d.sl); err != nil {
 			return err
-		}
-	}
-	line := &d.bl
-	fillBatchLine(line, b)
-	line.showObject = d.opt.ShowObjects
-	var decoded *kafka.Batch
-	if d.opt.Deep || d.opt.VerifyCRC {
-		crcErr := kafka.VerifyCRC(b.Raw)
-		d.valid = crcErr == nil
-		line.Valid = &d.valid
-		if crcErr != nil {
-			line.Error = crcErr.Error()
-		} else if d.opt.Deep {
-			var err error
-			if decoded, err = kafka.DecodeBatch(b.Raw, kafka.DefaultLimits()); err != nil {
-				line.Error = err.Error()
-			}
 		}
 	}
 	if line.Error != "" {
@@ -204,12 +214,15 @@ func (d *dumper) batch(b Batch) error {
 	if err := d.emit(line); err != nil {
 		return err
 	}
-	if decoded == nil {
+	if decoded == nil || !d.opt.Deep {
 		return nil
 	}
 	for i := range decoded.Records {
 		r := &decoded.Records[i]
 		if r.Offset < d.from {
+			continue
+		}
+		if filter && !d.opt.Filter.keeps(&decoded.Header, r) {
 			continue
 		}
 		if d.full() {
@@ -222,6 +235,17 @@ func (d *dumper) batch(b Batch) error {
 		}
 	}
 	return nil
+}
+
+// keepsAny reports whether the filter keeps a record of the batch at or
+// after the dump's first offset.
+func (d *dumper) keepsAny(b *kafka.Batch) bool {
+	for i := range b.Records {
+		if r := &b.Records[i]; r.Offset >= d.from && d.opt.Filter.keeps(&b.Header, r) {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *dumper) record(h *kafka.BatchHeader, r *kafka.Record) *RecordLine {

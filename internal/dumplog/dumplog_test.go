@@ -15,6 +15,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/stream"
+	"github.com/nereusctl/nereusctl/internal/testutil/importrun"
 )
 
 const fixtureRoot = "../../testdata/kafka"
@@ -343,7 +344,7 @@ func TestDumpInvalidBatch(t *testing.T) {
 
 func TestDumpDecoderOffsets(t *testing.T) {
 	st := store.NewMem("t")
-	res, err := importer.Run(context.Background(), st, importer.Options{Dir: filepath.Join(fixtureRoot, "kafka-uncompacted", "__consumer_offsets-18")})
+	res, err := importrun.Run(context.Background(), st, importer.Options{Dir: filepath.Join(fixtureRoot, "kafka-uncompacted", "__consumer_offsets-18")})
 	if err != nil {
 		t.Fatal(err)
 	}

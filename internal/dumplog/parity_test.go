@@ -12,6 +12,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/testutil/importrun"
 )
 
 const dumpLogRoot = "../../testdata/kafka-dump-log"
@@ -46,7 +47,7 @@ func TestDumpMatchesKafkaDumpLog(t *testing.T) {
 		for _, objectBytes := range []int{0, 1} {
 			ctx := context.Background()
 			st := store.NewMem("parity")
-			res, err := importer.Run(ctx, st, importer.Options{Dir: c.dir, ObjectBytes: objectBytes})
+			res, err := importrun.Run(ctx, st, importer.Options{Dir: c.dir, ObjectBytes: objectBytes})
 			if err != nil {
 				t.Fatalf("%s: import: %v", c.dir, err)
 			}
@@ -115,7 +116,7 @@ func TestDumpFromKeepsKafkaPositions(t *testing.T) {
 		want := fromOffset(t, string(full), c.from)
 		ctx := context.Background()
 		st := store.NewMem("from")
-		res, err := importer.Run(ctx, st, importer.Options{Dir: c.dir, ObjectBytes: 1})
+		res, err := importrun.Run(ctx, st, importer.Options{Dir: c.dir, ObjectBytes: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

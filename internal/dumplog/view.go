@@ -25,6 +25,9 @@ func RunView(ctx context.Context, st store.Store, b *layout.Binding, opt Options
 	var n int64
 	from := max(opt.From, 0)
 	info, err := compaction.Read(ctx, st, b, from, func(r compaction.Record) error {
+		if opt.Filter.Active() && !(opt.Filter.keepTime(r.Timestamp) && opt.Filter.keepKey(r.Key, r.Value)) {
+			return nil
+		}
 		if opt.Count > 0 && n >= opt.Count {
 			return errFull{}
 		}

@@ -144,6 +144,3 @@ const ListMax = errkind.ListMax
 
 // List joins items for a one-line message (errkind.List).
 func List(items []string, sep string) string { return errkind.List(items, sep) }
-
-// Count writes n with thousands separators (errkind.Count).
-func Count(n int) string { return errkind.Count(n) }

@@ -110,9 +110,4 @@ func TestListTruncates(t *testing.T) {
 	if List(nil, ", ") != "" {
 		t.Fatal("List(nil)")
 	}
-	for n, want := range map[int]string{0: "0", 999: "999", 1000: "1,000", 249988: "249,988", 1234567: "1,234,567", -1000: "-1,000"} {
-		if got := Count(n); got != want {
-			t.Errorf("Count(%d) = %q, want %q", n, got, want)
-		}
-	}
 }

@@ -239,15 +239,6 @@ type Result struct {
 	Notes           []string `json:"notes"`
 }
 
-// Run imports opt.Dir into st: Prepare, then (*Import).Run.
-func Run(ctx context.Context, st store.Store, opt Options) (*Result, error) {
-	im, err := Prepare(opt)
-	if err != nil {
-		return nil, err
-	}
-	return im.Run(ctx, st)
-}
-
 // Import is a prepared import: the directory, its name and its segment
 // files are checked, nothing has been read from the segments yet.
 type Import struct {

@@ -213,31 +213,6 @@ func NewBatchSpec(baseOffset int64, records []Record) BatchSpec {
 	}
 }
 
-// SpecOf returns the spec that re-encodes a decoded batch: with the same
-// codec, EncodeBatch(SpecOf(b)) gives back the broker's bytes for an
-// uncompressed batch, and the same header and records for a compressed
-// one.
-func SpecOf(b *Batch) BatchSpec {
-	h := b.Header
-	s := BatchSpec{
-		BaseOffset:           h.BaseOffset,
-		PartitionLeaderEpoch: h.PartitionLeaderEpoch,
-		Codec:                h.Codec(),
-		TimestampType:        h.TimestampType(),
-		Transactional:        h.IsTransactional(),
-		Control:              h.IsControl(),
-		DeleteHorizonMs:      h.DeleteHorizonMs(),
-		BaseTimestamp:        h.BaseTimestamp,
-		MaxTimestamp:         h.MaxTimestamp,
-		ProducerID:           h.ProducerID,
-		ProducerEpoch:        h.ProducerEpoch,
-		BaseSequence:         h.BaseSequence,
-		Records:              b.Records,
-		LastOffsetDelta:      h.LastOffsetDelta,
-	}
-	return s
-}
-
 // EncodeBatch writes a RecordBatch v2. The bytes are deterministic for the
 // same spec. Records must have strictly increasing offsets at or after
 // BaseOffset, within 2^31-1 of it.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"math"
-	"strings"
 )
 
 // Layout of the RecordBatch v2 header (DefaultRecordBatch.java). All fields
@@ -86,24 +85,6 @@ func (c Codec) String() string {
 
 // Valid reports whether c is one of the five codecs Kafka defines.
 func (c Codec) Valid() bool { return c >= CodecNone && c <= CodecZstd }
-
-// ParseCodec maps a codec name (case-insensitive; "" and "uncompressed"
-// mean none) to its Codec.
-func ParseCodec(s string) (Codec, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "", "none", "uncompressed":
-		return CodecNone, nil
-	case "gzip":
-		return CodecGzip, nil
-	case "snappy":
-		return CodecSnappy, nil
-	case "lz4":
-		return CodecLZ4, nil
-	case "zstd":
-		return CodecZstd, nil
-	}
-	return CodecNone, fmt.Errorf("parse codec %q: unknown codec (want none, gzip, snappy, lz4 or zstd)", s)
-}
 
 // TimestampType is attribute bit 3 of a batch.
 type TimestampType int8
@@ -213,15 +194,6 @@ func IncrementSequence(sequence, increment int32) int32 {
 		return increment - (math.MaxInt32 - sequence) - 1
 	}
 	return sequence + increment
-}
-
-// DecrementSequence subtracts decrement from sequence, wrapping below 0 to
-// MaxInt32 (DefaultRecordBatch.decrementSequence).
-func DecrementSequence(sequence, decrement int32) int32 {
-	if sequence < decrement {
-		return math.MaxInt32 - (decrement - sequence) + 1
-	}
-	return sequence - decrement
 }
 
 // ParseHeader reads the 61-byte header at the start of b. It checks the

@@ -518,8 +518,5 @@ func (s *LogScanner) Legacy() bool { return s.legacy }
 // where scanning stopped (len(data) at a clean end).
 func (s *LogScanner) Pos() int64 { return int64(s.pos) }
 
-// EntrySize is the current entry's size in data.
-func (s *LogScanner) EntrySize() int { return s.next - s.pos }
-
 // Err is the reason scanning stopped early, nil at a clean end.
 func (s *LogScanner) Err() error { return s.err }

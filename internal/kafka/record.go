@@ -36,17 +36,6 @@ type RecordHeader struct {
 // byte each.
 const minRecordSize = 7
 
-// DecodeRecords parses the uncompressed records section of a batch with
-// header h: exactly h.RecordsCount records that use up all of data. Offsets
-// and timestamps are made absolute from h (LogAppendTime rule applied);
-// offset deltas must be strictly increasing and within
-// [0, h.LastOffsetDelta]. Key, Value and header values of the result alias
-// data. Zero fields of lim take their DefaultLimits value.
-func DecodeRecords(h BatchHeader, data []byte, lim Limits) ([]Record, error) {
-	recs, _, err := decodeRecordsInto(h, data, lim.withDefaults(), nil, nil, nil)
-	return recs, err
-}
-
 // decodeRecordsInto is DecodeRecords reusing recs and hdrs (arenas for the
 // records and their headers; nil allocates). It returns both arenas, grown.
 func decodeRecordsInto(h BatchHeader, data []byte, lim Limits, recs []Record, hdrs []RecordHeader, keys *headerKeys) ([]Record, []RecordHeader, error) {

@@ -39,12 +39,6 @@ func NewScanner(data []byte) *Scanner { return &Scanner{data: data} }
 // NewScannerVerify returns a Scanner that also verifies every batch's CRC.
 func NewScannerVerify(data []byte) *Scanner { return &Scanner{data: data, verify: true} }
 
-// Reset makes s scan data from the start, keeping its verify mode, so one
-// Scanner can serve many segments without allocating.
-func (s *Scanner) Reset(data []byte) {
-	*s = Scanner{data: data, verify: s.verify}
-}
-
 // Next advances to the next batch and reports whether there is one.
 func (s *Scanner) Next() bool {
 	if s.done {

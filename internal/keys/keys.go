@@ -215,6 +215,10 @@ func ParseObjectKey(key string) (base, end int64, err error) {
 	return base, end, nil
 }
 
+// ProofKey is streams/<sid>/proof.json, the stream's proof ledger: which
+// immutable objects verify --deep proved, and when.
+func ProofKey(sid string) string { return StreamPrefix(sid) + "proof.json" }
+
 // GenerationsPrefix is streams/<sid>/generations/.
 func GenerationsPrefix(sid string) string { return StreamPrefix(sid) + "generations/" }
 

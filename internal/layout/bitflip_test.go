@@ -81,7 +81,7 @@ func TestBitFlipSweep(t *testing.T) {
 		t.Fatalf("verify did not quarantine: %+v %v", rep, err)
 	}
 	docs = append(docs, doc{"quarantine", layout.QuarantineKey(active.Coverage.SetID), func() interface{ Validate() error } { return &layout.Quarantine{} }})
-	if _, err := lease.Acquire(ctx, st, "retention", lease.Holder(), time.Minute, nil); err != nil {
+	if _, err := lease.Acquire(ctx, st, "retention", lease.Holder(), time.Minute, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	docs = append(docs, doc{"lease", layout.LeaseKey("retention"), func() interface{ Validate() error } { return &layout.Lease{} }})

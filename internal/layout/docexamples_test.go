@@ -24,6 +24,7 @@ func TestLayoutDocExamples(t *testing.T) {
 		{`"kind"`, func() interface{ Validate() error } { return &Generation{} }},
 		{`"findings"`, func() interface{ Validate() error } { return &Quarantine{} }},
 		{`"targets_sha256"`, func() interface{ Validate() error } { return &RetentionProgress{} }},
+		{`"proofs"`, func() interface{ Validate() error } { return &ProofLedger{} }},
 		{`"holder"`, func() interface{ Validate() error } { return &Lease{} }},
 	}
 	seen := 0

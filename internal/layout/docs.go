@@ -724,7 +724,7 @@ func (l *Lease) Validate() error {
 func getDocument(ctx context.Context, st store.Store, key string) ([]byte, error) {
 	data, err := store.GetCapped(ctx, st, key, MaxDocumentBytes)
 	if errors.Is(err, store.ErrTooLarge) {
-		return nil, fmt.Errorf("%s: %w: %w", key, ErrCorruptDocument, err)
+		return nil, errkind.About(fmt.Errorf("%s: %w: %w", key, ErrCorruptDocument, err), key, CheckDocument)
 	}
 	return data, err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/nkc1"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/testutil/importrun"
 )
 
 // TestInvariantsHoldOnDemoStore: the rules accept every partition of a real
@@ -50,7 +51,7 @@ func TestInvariantsHoldOnImportedFixtures(t *testing.T) {
 		if stores[set] == nil {
 			stores[set] = store.NewMem(set)
 		}
-		if _, err := importer.Run(ctx, stores[set], importer.Options{Dir: d}); err != nil {
+		if _, err := importrun.Run(ctx, stores[set], importer.Options{Dir: d}); err != nil {
 			t.Fatalf("import %s: %v", d, err)
 		}
 		imported++
@@ -96,11 +97,11 @@ func checkStore(t *testing.T, st store.Store) (checked, anchors, gens, covered i
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, err := r.Anchor()
+			cp, err := r.Checkpoint()
 			if err != nil {
 				t.Fatal(err)
 			}
-			as = append(as, layout.CheckpointAnchor{Key: in.Key, Anchor: a.Offset, LogStart: a.LogStart})
+			as = append(as, layout.CheckpointAnchor{Key: in.Key, Anchor: cp.Anchor.Offset, LogStart: cp.Anchor.LogStart})
 		}
 		if err := layout.CheckInvariants(b, h, as...); err != nil {
 			t.Errorf("%s: %v", tp, err)

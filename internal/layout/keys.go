@@ -33,6 +33,9 @@ func StreamPrefix(sid string) string { return keys.StreamPrefix(sid) }
 // HeadKey is keys.HeadKey.
 func HeadKey(sid string) string { return keys.HeadKey(sid) }
 
+// ProofKey is keys.ProofKey.
+func ProofKey(sid string) string { return keys.ProofKey(sid) }
+
 // ObjectsPrefix is keys.ObjectsPrefix.
 func ObjectsPrefix(sid string) string { return keys.ObjectsPrefix(sid) }
 

@@ -45,22 +45,8 @@ func (l *StreamListing) Under(prefix string) []store.ObjectInfo {
 	return l.infos[i:j:j]
 }
 
-// Info returns what the listing says of key, and whether it lists it.
-func (l *StreamListing) Info(key string) (store.ObjectInfo, bool) {
-	i := sort.Search(len(l.infos), func(i int) bool { return l.infos[i].Key >= key })
-	if i < len(l.infos) && l.infos[i].Key == key {
-		return l.infos[i], true
-	}
-	return store.ObjectInfo{}, false
-}
-
 // Objects is ListObjects from the listing.
 func (l *StreamListing) Objects() ([]StreamObject, error) {
 	infos := l.Under(ObjectsPrefix(l.sid))
 	return AppendStreamObjects(make([]StreamObject, 0, len(infos)), infos)
-}
-
-// Generations is ListGenerations from the listing.
-func (l *StreamListing) Generations() ([]int64, error) {
-	return GenerationNumbers(l.Under(GenerationsPrefix(l.sid)))
 }

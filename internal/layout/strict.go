@@ -58,9 +58,13 @@ func (Quarantine) carriesDigest()       {}
 func (Lease) carriesDigest()            {}
 func (Generation) legacyWithoutDigest() {}
 
+// CheckDocument is the check a corrupt document fails (the JSON error
+// document's error.check; its error.object is the key).
+const CheckDocument = "document"
+
 // corrupt is a corrupt-document error naming the key.
 func corrupt(key, format string, a ...any) error {
-	return fmt.Errorf("decode %s: %w: %s", key, ErrCorruptDocument, fmt.Sprintf(format, a...))
+	return errkind.About(fmt.Errorf("decode %s: %w: %s", key, ErrCorruptDocument, fmt.Sprintf(format, a...)), key, CheckDocument)
 }
 
 // encodePlain is the canonical encoding without a digest field.

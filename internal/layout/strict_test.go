@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nereusctl/nereusctl/internal/errkind"
 	"github.com/nereusctl/nereusctl/internal/store"
 )
 
@@ -53,6 +54,10 @@ func mustCorrupt(t *testing.T, what string, err error, key string, fragments ...
 	}
 	if !errors.Is(err, ErrCorruptDocument) {
 		t.Errorf("%s: error is not a corrupt document: %v", what, err)
+	}
+	// The JSON error document's error.object and error.check.
+	if obj, check := errkind.FindingOf(err); !strings.Contains(obj, key) || check != CheckDocument {
+		t.Errorf("%s: finding (%q, %q), want (%q, %q)", what, obj, check, key, CheckDocument)
 	}
 	for _, f := range append([]string{key}, fragments...) {
 		if !strings.Contains(err.Error(), f) {

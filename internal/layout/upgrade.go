@@ -74,22 +74,6 @@ func (r *UpgradeReport) Err() error {
 	return nil
 }
 
-// Upgrade rewrites every binding, stream head (of a bound stream),
-// quarantine record (open and archived) and lease written before document
-// digests into the current form: the same content plus its digest, each
-// with a Put If-Match on the ETag of the bytes it read and checked. A
-// document is first decoded strictly; one that is malformed or invalid is
-// reported and left alone. Documents already current are skipped, so a
-// rerun is a no-op. Generation manifests are immutable and referenced by
-// the SHA-256 of their bytes: legacy ones are read strictly and counted as
-// kept. dryRun writes nothing.
-//
-// The error is for the listing; per-document outcomes are in the report
-// (see UpgradeReport.Err).
-func Upgrade(ctx context.Context, st store.Store, dryRun bool) (*UpgradeReport, error) {
-	return UpgradeWith(ctx, st, UpgradeOptions{DryRun: dryRun})
-}
-
 // UpgradeOptions steer UpgradeWith.
 type UpgradeOptions struct {
 	DryRun bool

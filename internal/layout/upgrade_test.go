@@ -55,7 +55,7 @@ func TestUpgrade(t *testing.T) {
 	st := legacyStore(t)
 	// --dry-run: nothing written.
 	before, _ := st.List(ctx, "")
-	rep, err := Upgrade(ctx, st, true)
+	rep, err := UpgradeWith(ctx, st, UpgradeOptions{DryRun: true})
 	if err != nil || rep.Err() != nil {
 		t.Fatalf("dry run: %v %v", err, rep.Err())
 	}
@@ -71,7 +71,7 @@ func TestUpgrade(t *testing.T) {
 	// The upgrade; the response to one PUT is lost behind the backend's
 	// own retry: still counted upgraded, nothing reported changed.
 	faulty := faultstore.New(st).LoseResponseNth(store.VerbPut, 1, HeadKey("s-abc"))
-	rep, err = Upgrade(ctx, silentRetry{faulty}, false)
+	rep, err = UpgradeWith(ctx, silentRetry{faulty}, UpgradeOptions{DryRun: false})
 	if err != nil || rep.Err() != nil || faulty.Fired() != 1 {
 		t.Fatalf("upgrade: %v %v (%d faults)", err, rep.Err(), faulty.Fired())
 	}
@@ -91,7 +91,7 @@ func TestUpgrade(t *testing.T) {
 		t.Fatalf("lease after upgrade: %+v %v", l, err)
 	}
 	// Idempotent.
-	rep, err = Upgrade(ctx, st, false)
+	rep, err = UpgradeWith(ctx, st, UpgradeOptions{DryRun: false})
 	if err != nil || rep.Err() != nil || rep.Counts[UpgradeCurrent] != 5 || len(rep.Items) != 1 {
 		t.Fatalf("rerun: %+v %v", rep, err)
 	}
@@ -114,7 +114,7 @@ func TestUpgradeRefusesAndReportsChanges(t *testing.T) {
 	// A competing writer: the lease CAS loses its precondition, and the
 	// stored lease is not ours.
 	faulty := faultstore.New(st).FailNth(store.VerbPut, 1, LeaseKey("retention"), store.ErrPreconditionFailed)
-	rep, err := Upgrade(ctx, faulty, false)
+	rep, err := UpgradeWith(ctx, faulty, UpgradeOptions{DryRun: false})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,11 +136,11 @@ func TestUpgradeRefusesAndReportsChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	faulty = faultstore.New(st).FailNth(store.VerbPut, 1, LeaseKey("retention"), store.ErrPreconditionFailed)
-	rep, _ = Upgrade(ctx, faulty, false)
+	rep, _ = UpgradeWith(ctx, faulty, UpgradeOptions{DryRun: false})
 	if e := rep.Err(); !errors.Is(e, store.ErrPreconditionFailed) || !strings.Contains(e.Error(), LeaseKey("retention")) {
 		t.Fatalf("changed: %v", e)
 	}
-	rep, _ = Upgrade(ctx, st, false)
+	rep, _ = UpgradeWith(ctx, st, UpgradeOptions{DryRun: false})
 	if rep.Err() != nil || rep.Counts[UpgradeUpgraded] != 1 { // the lease
 		t.Fatalf("final rerun: %+v", rep)
 	}

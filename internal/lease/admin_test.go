@@ -24,11 +24,11 @@ func TestBreakRefusesALiveHolder(t *testing.T) {
 	now := time.Now()
 	tp := func(p int32) string { return PartitionName(layout.TopicPartition{Topic: "t", Partition: p}) }
 
-	live, err := Acquire(ctx, st, tp(0), "other-host/pid-1/unknown/x", time.Hour, nil)
+	live, err := Acquire(ctx, st, tp(0), "other-host/pid-1/unknown/x", time.Hour, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Acquire(ctx, st, tp(1), "other-host/pid-2/unknown/y", time.Second, func() time.Time { return now.Add(-time.Hour) }); err != nil {
+	if _, err := Acquire(ctx, st, tp(1), "other-host/pid-2/unknown/y", time.Second, func() time.Time { return now.Add(-time.Hour) }, nil); err != nil {
 		t.Fatal(err)
 	}
 	if scope() != "unknown" {
@@ -37,7 +37,7 @@ func TestBreakRefusesALiveHolder(t *testing.T) {
 			t.Fatal(err)
 		}
 		host, _ := os.Hostname()
-		if _, err := Acquire(ctx, st, tp(2), fmt.Sprintf("%s/pid-%d/%s/n", host, c.Process.Pid, scope()), time.Hour, nil); err != nil {
+		if _, err := Acquire(ctx, st, tp(2), fmt.Sprintf("%s/pid-%d/%s/n", host, c.Process.Pid, scope()), time.Hour, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,7 +82,7 @@ func TestBreakRefusesALiveHolder(t *testing.T) {
 			t.Fatalf("%s still there after its break: %v", name, err)
 		}
 		// Broken: a job takes the partition at once.
-		l, err := Acquire(ctx, st, name, Holder(), time.Minute, nil)
+		l, err := Acquire(ctx, st, name, Holder(), time.Minute, nil, nil)
 		if err != nil {
 			t.Fatalf("acquire %s after its break: %v", name, err)
 		}
@@ -116,7 +116,7 @@ func TestBreakNeverBreaksARenewal(t *testing.T) {
 	ctx := context.Background()
 	mem := store.NewMem(t.Name())
 	c := newClock()
-	l, err := Acquire(ctx, mem, "job", "other-host/pid-1/unknown/x", time.Minute, c.now)
+	l, err := Acquire(ctx, mem, "job", "other-host/pid-1/unknown/x", time.Minute, c.now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestCorruptLeaseHintNamesBreak(t *testing.T) {
 	if _, err := st.Put(ctx, layout.LeaseKey(name), []byte("{not json"), store.IfAbsent()); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Acquire(ctx, st, name, Holder(), time.Minute, nil)
+	_, err := Acquire(ctx, st, name, Holder(), time.Minute, nil, nil)
 	if !errors.Is(err, layout.ErrCorruptDocument) || !errkind.Is(err, errkind.Corrupt) {
 		t.Fatalf("acquire over a corrupt lease: %v", err)
 	}

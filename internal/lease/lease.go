@@ -95,14 +95,9 @@ const maxAcquireRounds = 8
 // holder must name this acquisition alone (Holder(): a fresh nonce each
 // call): a live lease is never taken, not even one naming holder, and a
 // stored lease with holder's id and acquisition time is taken for our own
-// write whose response was lost.
-func Acquire(ctx context.Context, st store.Store, name, holder string, ttl time.Duration, now func() time.Time) (*Lease, error) {
-	return AcquireLogged(ctx, st, name, holder, ttl, now, nil)
-}
-
-// AcquireLogged is Acquire with a logger for the lease's life (see
-// Lease.Log).
-func AcquireLogged(ctx context.Context, st store.Store, name, holder string, ttl time.Duration, now func() time.Time, log *slog.Logger) (*Lease, error) {
+// write whose response was lost. log, when not nil, records the lease's
+// life (see Lease.Log); now nil is time.Now.
+func Acquire(ctx context.Context, st store.Store, name, holder string, ttl time.Duration, now func() time.Time, log *slog.Logger) (*Lease, error) {
 	if now == nil {
 		now = time.Now
 	}

@@ -19,7 +19,7 @@ func TestLeaseLogsItsLife(t *testing.T) {
 	c := newClock()
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	a, err := AcquireLogged(ctx, st, "job", "host/pid-1/a", time.Minute, c.now, log)
+	a, err := Acquire(ctx, st, "job", "host/pid-1/a", time.Minute, c.now, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func TestLeaseLogsItsLife(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.add(2 * time.Minute)
-	b, err := AcquireLogged(ctx, st, "job", "host/pid-2/b", time.Minute, c.now, log)
+	b, err := Acquire(ctx, st, "job", "host/pid-2/b", time.Minute, c.now, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestLeaseLogsItsLife(t *testing.T) {
 	}
 	// A lease without a logger (Acquire) lives the same life: a nil Log
 	// is never called.
-	q, err := Acquire(ctx, store.NewMem(t.Name()+"-quiet"), "job", "h", time.Minute, c.now)
+	q, err := Acquire(ctx, store.NewMem(t.Name()+"-quiet"), "job", "h", time.Minute, c.now, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

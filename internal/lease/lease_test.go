@@ -69,7 +69,7 @@ func TestExpiryAndTakeover(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			c := newClock()
-			a, err := Acquire(ctx, st, "job", "host-a/pid-1", 10*time.Second, c.now)
+			a, err := Acquire(ctx, st, "job", "host-a/pid-1", 10*time.Second, c.now, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -77,7 +77,7 @@ func TestExpiryAndTakeover(t *testing.T) {
 				t.Fatalf("expires %v, want %v", got, want)
 			}
 			c.add(9 * time.Second)
-			_, err = Acquire(ctx, st, "job", "host-b/pid-2", 10*time.Second, c.now)
+			_, err = Acquire(ctx, st, "job", "host-b/pid-2", 10*time.Second, c.now, nil)
 			wantHeld(t, err, "host-a/pid-1")
 			var he *HeldError
 			errors.As(err, &he)
@@ -85,7 +85,7 @@ func TestExpiryAndTakeover(t *testing.T) {
 				t.Fatalf("held until %v, want %v", he.Until, a.Expires())
 			}
 			c.add(time.Second) // exactly at expiry: no longer held
-			b, err := Acquire(ctx, st, "job", "host-b/pid-2", 10*time.Second, c.now)
+			b, err := Acquire(ctx, st, "job", "host-b/pid-2", 10*time.Second, c.now, nil)
 			if err != nil {
 				t.Fatalf("take over an expired lease: %v", err)
 			}
@@ -119,7 +119,7 @@ func TestRenewExtends(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			c := newClock()
-			a, err := Acquire(ctx, st, "job", "a", 10*time.Second, c.now)
+			a, err := Acquire(ctx, st, "job", "a", 10*time.Second, c.now, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -131,13 +131,13 @@ func TestRenewExtends(t *testing.T) {
 				t.Fatalf("stored expiry %d, want %d", got, want)
 			}
 			c.add(5 * time.Second) // past the first expiry, inside the renewed one
-			_, err = Acquire(ctx, st, "job", "b", 10*time.Second, c.now)
+			_, err = Acquire(ctx, st, "job", "b", 10*time.Second, c.now, nil)
 			wantHeld(t, err, "a")
 			if err := a.Renew(ctx); err != nil {
 				t.Fatalf("second renewal: %v", err)
 			}
 			c.add(11 * time.Second)
-			if _, err := Acquire(ctx, st, "job", "b", 10*time.Second, c.now); err != nil {
+			if _, err := Acquire(ctx, st, "job", "b", 10*time.Second, c.now, nil); err != nil {
 				t.Fatalf("after the renewed expiry: %v", err)
 			}
 		})
@@ -154,7 +154,7 @@ func TestLostRenewalRereads(t *testing.T) {
 			ctx := context.Background()
 			c := newClock()
 			f := faultstore.New(st)
-			a, err := Acquire(ctx, f, "job", "a", 10*time.Second, c.now)
+			a, err := Acquire(ctx, f, "job", "a", 10*time.Second, c.now, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,7 +176,7 @@ func TestLostRenewalRereads(t *testing.T) {
 			if got, want := load(t, st, "job").ExpiresMs, c.now().Add(10*time.Second).UnixMilli(); got != want {
 				t.Fatalf("expiry %d, want %d", got, want)
 			}
-			_, err = Acquire(ctx, st, "job", "b", 10*time.Second, c.now)
+			_, err = Acquire(ctx, st, "job", "b", 10*time.Second, c.now, nil)
 			wantHeld(t, err, "a")
 
 			// Lose the next renewal's response again, then release with
@@ -226,10 +226,10 @@ func TestDeadHolderHere(t *testing.T) {
 				ctx := context.Background()
 				c := newClock()
 				lname := fmt.Sprintf("job-%d", i)
-				if _, err := Acquire(ctx, st, lname, tc.holder, time.Hour, c.now); err != nil {
+				if _, err := Acquire(ctx, st, lname, tc.holder, time.Hour, c.now, nil); err != nil {
 					t.Fatal(err)
 				}
-				_, err := Acquire(ctx, st, lname, Holder(), time.Hour, c.now)
+				_, err := Acquire(ctx, st, lname, Holder(), time.Hour, c.now, nil)
 				if tc.takeOver {
 					if err != nil {
 						t.Fatalf("dead holder %s not taken over: %v", tc.holder, err)
@@ -256,10 +256,10 @@ func TestHolderIDs(t *testing.T) {
 	}
 	st := store.NewMem("holders")
 	ctx := context.Background()
-	if _, err := Acquire(ctx, st, "job", a, time.Hour, nil); err != nil {
+	if _, err := Acquire(ctx, st, "job", a, time.Hour, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Acquire(ctx, st, "job", b, time.Hour, nil)
+	_, err := Acquire(ctx, st, "job", b, time.Hour, nil, nil)
 	wantHeld(t, err, a)
 }
 
@@ -277,7 +277,7 @@ func TestNeverTwoHolders(t *testing.T) {
 				lname := fmt.Sprintf("race-%d", r)
 				if r%2 == 1 {
 					// An expired lease left by a crashed run.
-					if _, err := Acquire(ctx, st, lname, "crashed", time.Second, c.at(-time.Hour)); err != nil {
+					if _, err := Acquire(ctx, st, lname, "crashed", time.Second, c.at(-time.Hour), nil); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -288,7 +288,7 @@ func TestNeverTwoHolders(t *testing.T) {
 				for i := range racers {
 					g.Go(func() error {
 						<-start
-						l, err := Acquire(ctx, st, lname, fmt.Sprintf("racer-%d", i), time.Hour, c.now)
+						l, err := Acquire(ctx, st, lname, fmt.Sprintf("racer-%d", i), time.Hour, c.now, nil)
 						var he *HeldError
 						switch {
 						case err == nil:

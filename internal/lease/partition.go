@@ -77,7 +77,7 @@ func AcquireWait(ctx context.Context, st store.Store, name string, o Options) (*
 	deadline := time.Now().Add(o.Wait)
 	pause := 50 * time.Millisecond
 	for {
-		l, err := AcquireLogged(ctx, st, name, o.Holder, o.ttl(), o.Now, o.Log)
+		l, err := Acquire(ctx, st, name, o.Holder, o.ttl(), o.Now, o.Log)
 		if err == nil || !errors.Is(err, ErrHeld) {
 			return l, err
 		}

@@ -62,7 +62,7 @@ func TestWithPartitionExcludes(t *testing.T) {
 func TestAcquireWaitBounded(t *testing.T) {
 	st := stores(t)["mem"]
 	name := PartitionName(layout.TopicPartition{Topic: "t", Partition: 0})
-	first, err := Acquire(context.Background(), st, name, "other-host/pid-1/unknown/x", time.Minute, nil)
+	first, err := Acquire(context.Background(), st, name, "other-host/pid-1/unknown/x", time.Minute, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

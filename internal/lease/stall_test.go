@@ -117,7 +117,7 @@ func TestRenewalBoundedByTheLease(t *testing.T) {
 	defer close(st.release)
 	ctx := context.Background()
 	ttl := 600 * time.Millisecond
-	l, err := Acquire(ctx, st, "job", Holder(), ttl, nil)
+	l, err := Acquire(ctx, st, "job", Holder(), ttl, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestProveBoundsTheHolder(t *testing.T) {
 	ctx := context.Background()
 	st := store.NewMem(t.Name())
 	ttl := 400 * time.Millisecond
-	l, err := Acquire(ctx, st, "job", Holder(), ttl, nil)
+	l, err := Acquire(ctx, st, "job", Holder(), ttl, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,12 +193,12 @@ func TestNeverReentersALiveLease(t *testing.T) {
 	ctx := context.Background()
 	st := store.NewMem(t.Name())
 	h := Holder()
-	a, err := Acquire(ctx, st, "job", h, time.Hour, nil)
+	a, err := Acquire(ctx, st, "job", h, time.Hour, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * time.Millisecond) // another acquisition time: not our own lost write
-	_, err = Acquire(ctx, st, "job", h, time.Hour, nil)
+	_, err = Acquire(ctx, st, "job", h, time.Hour, nil, nil)
 	wantHeld(t, err, h)
 	if err := a.Release(ctx); err != nil {
 		t.Fatal(err)

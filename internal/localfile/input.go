@@ -1,7 +1,6 @@
 package localfile
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -50,6 +49,3 @@ func ReadInput(path string, max int64) ([]byte, error) {
 	}
 	return b, nil
 }
-
-// IsNotRegular reports ReadInput's refusal of a special file.
-func IsNotRegular(err error) bool { return errors.Is(err, ErrNotRegular) }

@@ -36,6 +36,11 @@ const (
 	// hashed.
 	PartitionLastVerified = "nereusctl_partition_last_verified_timestamp_seconds"
 	VerifiedBytes         = "nereusctl_verified_bytes_total"
+	// From verify's proof ledgers (deep runs and --max-age): the bytes of
+	// immutable objects with no proof within the window, and the oldest
+	// proof's age, over the run's partitions.
+	UnprovedBytes  = "nereusctl_unproved_bytes"
+	OldestProofAge = "nereusctl_oldest_proof_age_seconds"
 	// From status: per partition (topic, partition).
 	PartitionCheckpointAge = "nereusctl_partition_checkpoint_age_seconds"
 	PartitionTailObjects   = "nereusctl_partition_tail_objects"
@@ -92,7 +97,7 @@ const (
 func Names() []string {
 	return []string{
 		LastRun, LastSuccess, Duration, Partitions, Findings, StoreRequests, StoreRetries,
-		PartitionLastVerified, VerifiedBytes,
+		PartitionLastVerified, VerifiedBytes, UnprovedBytes, OldestProofAge,
 		PartitionCheckpointAge, PartitionTailObjects, PartitionDataLoss, PartitionBlocked, PartitionLogStart, PartitionHighWatermark,
 		RetentionGarbageBytes,
 		DeprecatedRetentionPartitions, DeprecatedRetentionErrors, DeprecatedRetentionDuration, DeprecatedRetentionLastRun, DeprecatedRetentionLastSuccess,
@@ -139,6 +144,19 @@ type Verify struct {
 	// shard), so a partition it did not look at is gone and its previous
 	// series is dropped; a run over named partitions keeps the others'.
 	Complete bool
+	// Proof is what the proof ledgers said after the run (nil: the run
+	// read none, and UnprovedBytes and OldestProofAge are left out).
+	Proof *Proof
+}
+
+// Proof is the freshness of a verify run's partitions.
+type Proof struct {
+	// UnprovedBytes are the bytes of immutable objects with no proof
+	// within the window (never proved ones included).
+	UnprovedBytes int64
+	// OldestProofAgeSeconds is the age of the oldest proof of the
+	// partitions' objects (0 when none is proved).
+	OldestProofAgeSeconds int64
 }
 
 // VerifiedPartition is one partition of a verify run.
@@ -185,6 +203,8 @@ var help = map[string]string{
 	StoreRetries:                   "Store calls the last run tried again.",
 	PartitionLastVerified:          "When verify last found the partition clean at this level (Unix seconds).",
 	VerifiedBytes:                  "Bytes verify hashed in its last run.",
+	UnprovedBytes:                  "Bytes of immutable objects the last verify run found with no proof within its window (never proved ones included).",
+	OldestProofAge:                 "Age of the oldest proof of an immutable object when verify last read the proof ledgers.",
 	PartitionCheckpointAge:         "Age of the partition's newest valid checkpoint when status last ran.",
 	PartitionTailObjects:           "Objects after the partition's newest checkpoint (a restart replays them) when status last ran.",
 	PartitionDataLoss:              "1 when status found offsets between the partition's trim and head that no object holds.",
@@ -302,6 +322,10 @@ func Registry(run *Run, prev *Previous, constLabels prometheus.Labels, skip func
 	b.counter(StoreRetries, float64(run.Retries))
 	if v := run.Verify; v != nil {
 		b.counter(VerifiedBytes, float64(v.BytesHashed))
+		if p := v.Proof; p != nil {
+			b.gauge(UnprovedBytes, float64(p.UnprovedBytes))
+			b.gauge(OldestProofAge, float64(p.OldestProofAgeSeconds))
+		}
 		verified(b, run, prev)
 	}
 	if len(run.Status) > 0 {

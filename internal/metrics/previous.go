@@ -45,12 +45,6 @@ func (p *Previous) verifiedKeys() []verifiedKey {
 	return out
 }
 
-// LastSuccess is the previous last-success time, if there was one.
-func (p *Previous) LastSuccess() (float64, bool) {
-	v, ok := p.lastSuccess[LastSuccess]
-	return v, ok
-}
-
 // ownLabels are the labels of a carried family's own (the rest of a
 // series' labels are its group's).
 var ownLabels = map[string][]string{

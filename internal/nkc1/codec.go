@@ -14,9 +14,6 @@ import (
 // level) decides the bytes: EncoderIdentity.
 var encoder = container.NewEncoder(zstd.SpeedDefault, 1)
 
-// EncoderIdentity names what decides the bytes this build writes.
-func EncoderIdentity() string { return fmt.Sprintf("nkc1 v%d %s", Version, encoder.Identity()) }
-
 // compress returns the stored form of a raw payload and its codec, by the
 // deterministic rule: zstd when raw has at least compressMinBytes bytes and
 // the compressed form is strictly smaller, else the raw bytes as they are.

@@ -220,3 +220,49 @@ func sectionsOf(t testing.TB, data []byte) []rawSection {
 	}
 	return out
 }
+
+// FindingOf turns an error of this package (from Open, Section, Decode)
+// into a Finding.
+func FindingOf(err error) Finding { return findingOf(err) }
+
+// VerifyBytes is Open then Verify; a failed Open is reported as a finding.
+func VerifyBytes(data []byte) []Finding {
+	r, err := Open(data)
+	if err != nil {
+		return []Finding{findingOf(err)}
+	}
+	return r.Verify()
+}
+
+// Anchor opens and decodes the anchor section only.
+func (r *Reader) Anchor() (Anchor, error) {
+	raw, err := r.Section(SectionAnchor)
+	if err != nil {
+		return Anchor{}, err
+	}
+	a, err := decodeAnchor(raw)
+	if err != nil {
+		return Anchor{}, sectionCorrupt(SectionAnchor, CheckDecode, err, "payload does not decode")
+	}
+	return a, nil
+}
+
+// Describe opens one section and returns DescribeSection's value for it.
+func (r *Reader) Describe(id uint16) (any, error) {
+	raw, err := r.Section(id)
+	if err != nil {
+		return nil, err
+	}
+	return DescribeSection(id, raw)
+}
+
+// Decode opens a checkpoint, checks the root and every section, decodes
+// every payload and rebuilds the checkpoint with state.Assemble. Any failure
+// is an error naming the section and the check.
+func Decode(data []byte) (*Checkpoint, error) {
+	r, err := Open(data)
+	if err != nil {
+		return nil, err
+	}
+	return r.Checkpoint()
+}

@@ -316,10 +316,6 @@ func findingOf(err error) Finding {
 	return Finding{Check: CheckStructure, Detail: err.Error()}
 }
 
-// FindingOf turns an error of this package (from Open, Section, Decode)
-// into a Finding.
-func FindingOf(err error) Finding { return findingOf(err) }
-
 // Verify checks the root, every section's CRC-32C and SHA-256, and (when
 // those pass) that the payloads decode and agree. No findings: valid.
 func (r *Reader) Verify() []Finding {
@@ -350,15 +346,6 @@ func (r *Reader) Verify() []Finding {
 	return out
 }
 
-// VerifyBytes is Open then Verify; a failed Open is reported as a finding.
-func VerifyBytes(data []byte) []Finding {
-	r, err := Open(data)
-	if err != nil {
-		return []Finding{findingOf(err)}
-	}
-	return r.Verify()
-}
-
 // Checkpoint checks the root and every section and rebuilds the checkpoint.
 func (r *Reader) Checkpoint() (*Checkpoint, error) {
 	if err := r.VerifyRoot(); err != nil {
@@ -384,39 +371,6 @@ func (r *Reader) Checkpoint() (*Checkpoint, error) {
 		return nil, errs[0]
 	}
 	return c, nil
-}
-
-// Anchor opens and decodes the anchor section only.
-func (r *Reader) Anchor() (Anchor, error) {
-	raw, err := r.Section(SectionAnchor)
-	if err != nil {
-		return Anchor{}, err
-	}
-	a, err := decodeAnchor(raw)
-	if err != nil {
-		return Anchor{}, sectionCorrupt(SectionAnchor, CheckDecode, err, "payload does not decode")
-	}
-	return a, nil
-}
-
-// Describe opens one section and returns DescribeSection's value for it.
-func (r *Reader) Describe(id uint16) (any, error) {
-	raw, err := r.Section(id)
-	if err != nil {
-		return nil, err
-	}
-	return DescribeSection(id, raw)
-}
-
-// Decode opens a checkpoint, checks the root and every section, decodes
-// every payload and rebuilds the checkpoint with state.Assemble. Any failure
-// is an error naming the section and the check.
-func Decode(data []byte) (*Checkpoint, error) {
-	r, err := Open(data)
-	if err != nil {
-		return nil, err
-	}
-	return r.Checkpoint()
 }
 
 // sectionRaws holds the raw payloads of the required sections by id.

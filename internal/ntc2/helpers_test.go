@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/rand"
 	"slices"
+	"sort"
 	"testing"
 
 	"github.com/nereusctl/nereusctl/internal/kafka"
@@ -345,4 +346,51 @@ func reseal(data []byte) []byte {
 	copy(foot[shaAt:], sum[:])
 	binary.BigEndian.PutUint32(foot[f-trailerSize-4:], crc32c(foot[:f-trailerSize-4]))
 	return out
+}
+
+// Version is the format version.
+func (ix *Index) Version() int { return ix.l.version }
+
+// Size is the object's size in bytes.
+func (ix *Index) Size() int64 { return ix.size }
+
+// TailLen is the number of bytes at the end of the object that hold the
+// block index and the footer.
+func (ix *Index) TailLen() int { return int(ix.size - ix.idxStart) }
+
+// SeekBlock returns the index of the first block that may hold rows at or
+// above offset: the first block whose last offset is >= offset, or
+// len(Blocks()) when no row of the view is. An offset outside the view's
+// [Base, End) is an error wrapping ErrOutOfRange: this view does not say
+// what is there. (It is not called Seek because go vet reserves that name
+// for io.Seeker's signature.)
+func (ix *Index) SeekBlock(offset int64) (int, error) {
+	if offset < ix.footer.Base || offset >= ix.footer.End {
+		return 0, fmt.Errorf("ntc2: seek %d: %w [%d, %d)", offset, ErrOutOfRange, ix.footer.Base, ix.footer.End)
+	}
+	return sort.Search(len(ix.entries), func(i int) bool { return ix.entries[i].last >= offset }), nil
+}
+
+func (f Finding) String() string {
+	if f.Block >= 0 {
+		return fmt.Sprintf("%s: block %d: %s", f.Check, f.Block, f.Detail)
+	}
+	return fmt.Sprintf("%s: %s", f.Check, f.Detail)
+}
+
+// VerifyBytes is Open then Verify; a failed Open is reported as a finding.
+func VerifyBytes(data []byte) []Finding {
+	r, err := Open(data)
+	if err != nil {
+		return []Finding{FindingOf(err)}
+	}
+	return r.Verify()
+}
+
+// NewWriter starts an object for meta. An invalid meta (Base < 0, End <
+// Base, no source, more than MaxSources, a negative or repeated gen, a
+// digest that is not 64 lowercase hex digits) is reported by every later
+// call. The sources are stored ascending by gen.
+func NewWriter(meta Meta) *Writer {
+	return NewWriterWith(meta, WriterOptions{})
 }

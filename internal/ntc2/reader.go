@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/nereusctl/nereusctl/internal/container"
 )
@@ -208,16 +207,6 @@ func (ix *Index) checkIndex() error {
 	return nil
 }
 
-// Version is the format version.
-func (ix *Index) Version() int { return ix.l.version }
-
-// Size is the object's size in bytes.
-func (ix *Index) Size() int64 { return ix.size }
-
-// TailLen is the number of bytes at the end of the object that hold the
-// block index and the footer.
-func (ix *Index) TailLen() int { return int(ix.size - ix.idxStart) }
-
 // Footer returns a copy of the footer.
 func (ix *Index) Footer() *Footer { return ix.footer.clone() }
 
@@ -229,19 +218,6 @@ func (ix *Index) Blocks() []BlockInfo {
 		out[i] = ix.entries[i].info()
 	}
 	return out
-}
-
-// SeekBlock returns the index of the first block that may hold rows at or
-// above offset: the first block whose last offset is >= offset, or
-// len(Blocks()) when no row of the view is. An offset outside the view's
-// [Base, End) is an error wrapping ErrOutOfRange: this view does not say
-// what is there. (It is not called Seek because go vet reserves that name
-// for io.Seeker's signature.)
-func (ix *Index) SeekBlock(offset int64) (int, error) {
-	if offset < ix.footer.Base || offset >= ix.footer.End {
-		return 0, fmt.Errorf("ntc2: seek %d: %w [%d, %d)", offset, ErrOutOfRange, ix.footer.Base, ix.footer.End)
-	}
-	return sort.Search(len(ix.entries), func(i int) bool { return ix.entries[i].last >= offset }), nil
 }
 
 // DecodeBlock checks and decodes the stored bytes of block i (fetched by a
@@ -373,13 +349,6 @@ type Finding struct {
 	Detail string `json:"detail"`
 }
 
-func (f Finding) String() string {
-	if f.Block >= 0 {
-		return fmt.Sprintf("%s: block %d: %s", f.Check, f.Block, f.Detail)
-	}
-	return fmt.Sprintf("%s: %s", f.Check, f.Detail)
-}
-
 // FindingOf turns an error of this package (from Open, OpenTail, Block,
 // Rows) into a Finding.
 func FindingOf(err error) Finding {
@@ -437,13 +406,4 @@ func (r *Reader) Verify() []Finding {
 		out = append(out, Finding{Check: CheckSHA256, Block: -1, Detail: fmt.Sprintf("content sha256 mismatch: stored %x, computed %x", r.sha, got)})
 	}
 	return out
-}
-
-// VerifyBytes is Open then Verify; a failed Open is reported as a finding.
-func VerifyBytes(data []byte) []Finding {
-	r, err := Open(data)
-	if err != nil {
-		return []Finding{FindingOf(err)}
-	}
-	return r.Verify()
 }

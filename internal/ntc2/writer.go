@@ -37,14 +37,6 @@ type Writer struct {
 	first, last      int64 // offsets of the first and last row added; -1 before
 }
 
-// NewWriter starts an object for meta. An invalid meta (Base < 0, End <
-// Base, no source, more than MaxSources, a negative or repeated gen, a
-// digest that is not 64 lowercase hex digits) is reported by every later
-// call. The sources are stored ascending by gen.
-func NewWriter(meta Meta) *Writer {
-	return NewWriterWith(meta, WriterOptions{})
-}
-
 // WriterOptions tune a Writer without changing the bytes it writes.
 type WriterOptions struct {
 	// Buffer, when not nil, is reused (from length 0) for the object's

@@ -237,7 +237,7 @@ type Entry struct {
 	Modified   time.Time `json:"modified"`
 	Referenced bool      `json:"referenced"` // the binding's checkpoint_ref
 	Valid      bool      `json:"valid"`
-	Reason     string    `json:"reason,omitempty"`
+	Reason     Reason    `json:"reason,omitempty"`
 	Detail     string    `json:"detail,omitempty"`
 }
 
@@ -274,12 +274,33 @@ func List(ctx context.Context, st store.Store, b *layout.Binding) ([]Entry, erro
 	return out, nil
 }
 
+// VerifyCheck names what a checkpoint verify finding failed
+// (docs/json-output.md, "checkpoint verify"; health reports it as
+// checkpoint:<check>).
+type VerifyCheck string
+
+// The checks of checkpoint verify. A section's own checks (crc, sha256,
+// structure, …) are nkc1's, carried as they are.
+const (
+	CheckName         VerifyCheck = "name"          // the key is not a checkpoint key
+	CheckHead         VerifyCheck = "head"          // HEAD of the object failed
+	CheckGet          VerifyCheck = "get"           // GET of the object failed
+	CheckSize         VerifyCheck = "size"          // HEAD or listing size against the bytes
+	CheckETag         VerifyCheck = "etag"          // HEAD or listing ETag against the bytes
+	CheckStructure    VerifyCheck = "structure"     // the footer or table does not parse
+	CheckDecode       VerifyCheck = "decode"        // the sections do not decode or agree
+	CheckRoot         VerifyCheck = "root"          // the root does not match the key's
+	CheckBindingRef   VerifyCheck = "binding-ref"   // the binding's checkpoint_ref or the checkpoint's binding
+	CheckAnchor       VerifyCheck = "anchor"        // the anchor against the key or the head
+	CheckAnchorObject VerifyCheck = "anchor-object" // the anchor object's digest against the stream
+)
+
 // Finding is one failed check of checkpoint verify.
 type Finding struct {
-	Partition string `json:"partition"`
-	Key       string `json:"key"`
-	Check     string `json:"check"`
-	Detail    string `json:"detail"`
+	Partition string      `json:"partition"`
+	Key       string      `json:"key"`
+	Check     VerifyCheck `json:"check"`
+	Detail    string      `json:"detail"`
 }
 
 // VerifyReport is the outcome of verifying a binding's checkpoints.
@@ -287,29 +308,6 @@ type VerifyReport struct {
 	Partition   string    `json:"partition"`
 	Checkpoints int       `json:"checkpoints"`
 	Findings    []Finding `json:"findings"`
-}
-
-// Verify checks every checkpoint of a binding: the object (HEAD size and
-// ETag against the bytes), every section CRC and digest, the root, the anchor
-// object digest against the stream, the binding reference, and that the
-// binding's checkpoint_ref names an existing checkpoint with its digest.
-func Verify(ctx context.Context, st store.Store, b *layout.Binding) (*VerifyReport, error) {
-	h, _, err := layout.LoadHead(ctx, st, b.StreamID)
-	if err != nil {
-		return nil, err
-	}
-	return VerifyAt(ctx, st, b, h)
-}
-
-// VerifyAt is Verify against the head the caller read. The objects and
-// the checkpoints are listed together (one LIST on S3 for a stream of at
-// most a page of keys: Objects.Prefetch).
-func VerifyAt(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Head) (*VerifyReport, error) {
-	_, objs, infos, err := listObjectsAndCheckpoints(ctx, st, b.StreamID)
-	if err != nil {
-		return nil, err
-	}
-	return VerifyListed(ctx, st, b, h, objs, infos)
 }
 
 // listObjectsAndCheckpoints lists a stream's objects (all of them) and
@@ -336,7 +334,7 @@ func listObjectsAndCheckpoints(ctx context.Context, st store.Store, sid string) 
 // for all its checks instead of listing the objects twice).
 func VerifyListed(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Head, objs []layout.StreamObject, infos []store.ObjectInfo) (*VerifyReport, error) {
 	rep := &VerifyReport{Partition: b.Name(), Findings: []Finding{}}
-	add := func(key, check, detail string) {
+	add := func(key string, check VerifyCheck, detail string) {
 		rep.Findings = append(rep.Findings, Finding{Partition: b.Name(), Key: key, Check: check, Detail: detail})
 	}
 	refFound := false
@@ -344,7 +342,7 @@ func VerifyListed(ctx context.Context, st store.Store, b *layout.Binding, h *lay
 	lister := AllObjects(objs)
 	check := func(in store.ObjectInfo) {
 		var local []Finding
-		add := func(key, check, detail string) {
+		add := func(key string, check VerifyCheck, detail string) {
 			local = append(local, Finding{Partition: b.Name(), Key: key, Check: check, Detail: detail})
 		}
 		defer func() {
@@ -354,7 +352,7 @@ func VerifyListed(ctx context.Context, st store.Store, b *layout.Binding, h *lay
 		}()
 		anchor, r12, err := layout.ParseCheckpointKey(in.Key)
 		if err != nil {
-			add(in.Key, "name", err.Error())
+			add(in.Key, CheckName, err.Error())
 			return
 		}
 		// The size and ETag the bytes must have: the listing's where it
@@ -362,25 +360,25 @@ func VerifyListed(ctx context.Context, st store.Store, b *layout.Binding, h *lay
 		hd, says := in, "the listing says"
 		if hd.ETag == "" {
 			if hd, err = st.Head(ctx, in.Key); err != nil {
-				add(in.Key, "head", err.Error())
+				add(in.Key, CheckHead, err.Error())
 				return
 			}
 			says = "HEAD says"
 		}
 		data, err := store.GetCapped(ctx, st, in.Key, MaxCheckpointBytes)
 		if err != nil {
-			add(in.Key, "get", err.Error())
+			add(in.Key, CheckGet, err.Error())
 			return
 		}
 		if hd.Size != int64(len(data)) {
-			add(in.Key, "size", fmt.Sprintf("%s %d bytes, GET returned %d", says, hd.Size, len(data)))
+			add(in.Key, CheckSize, fmt.Sprintf("%s %d bytes, GET returned %d", says, hd.Size, len(data)))
 		}
 		if et := store.ETagOf(data); hd.ETag != et {
-			add(in.Key, "etag", fmt.Sprintf("%s %s, bytes hash to %s", says, hd.ETag, et))
+			add(in.Key, CheckETag, fmt.Sprintf("%s %s, bytes hash to %s", says, hd.ETag, et))
 		}
 		r, err := nkc1.Open(data)
 		if err != nil {
-			add(in.Key, "structure", err.Error())
+			add(in.Key, CheckStructure, err.Error())
 			return
 		}
 		// One decode checks the root and every section's CRC and digest;
@@ -389,44 +387,44 @@ func VerifyListed(ctx context.Context, st store.Store, b *layout.Binding, h *lay
 		if decodeErr != nil {
 			fs := r.Verify()
 			for _, f := range fs {
-				add(in.Key, f.Check, fmt.Sprintf("section %s: %s", f.Section, f.Detail))
+				add(in.Key, VerifyCheck(f.Check), fmt.Sprintf("section %s: %s", f.Section, f.Detail))
 			}
 			if len(fs) == 0 {
-				add(in.Key, "decode", decodeErr.Error())
+				add(in.Key, CheckDecode, decodeErr.Error())
 			}
 		}
 		if len(r.Root()) < 12 || r.Root()[:12] != r12 {
-			add(in.Key, "root", fmt.Sprintf("root %s does not match the name's %s", r.Root(), r12))
+			add(in.Key, CheckRoot, fmt.Sprintf("root %s does not match the name's %s", r.Root(), r12))
 		}
 		if b.CheckpointRef != nil && b.CheckpointRef.Key == in.Key {
 			mu.Lock()
 			refFound = true
 			mu.Unlock()
 			if s := store.SHA256Of(data); s != b.CheckpointRef.SHA256 {
-				add(in.Key, "binding-ref", fmt.Sprintf("binding records sha256 %s, object has %s", b.CheckpointRef.SHA256, s))
+				add(in.Key, CheckBindingRef, fmt.Sprintf("binding records sha256 %s, object has %s", b.CheckpointRef.SHA256, s))
 			}
 			if b.CheckpointRef.Anchor != anchor {
-				add(in.Key, "binding-ref", fmt.Sprintf("binding records anchor %d, name says %d", b.CheckpointRef.Anchor, anchor))
+				add(in.Key, CheckBindingRef, fmt.Sprintf("binding records anchor %d, name says %d", b.CheckpointRef.Anchor, anchor))
 			}
 		}
 		if decodeErr != nil {
 			return
 		}
 		if cp.Anchor.Offset != anchor {
-			add(in.Key, "anchor", fmt.Sprintf("anchor section says %d, name says %d", cp.Anchor.Offset, anchor))
+			add(in.Key, CheckAnchor, fmt.Sprintf("anchor section says %d, name says %d", cp.Anchor.Offset, anchor))
 		}
 		if cp.Anchor.StreamID != b.StreamID || cp.Anchor.Topic != b.Topic || cp.Anchor.Partition != b.Partition ||
 			cp.Binding.Key != layout.BindingKey(b.Topic, b.Partition) || cp.Binding.Version > b.Version {
-			add(in.Key, "binding-ref", fmt.Sprintf("made for %s (stream %s, version %d), binding is stream %s version %d", cp.Binding.Key, cp.Anchor.StreamID, cp.Binding.Version, b.StreamID, b.Version))
+			add(in.Key, CheckBindingRef, fmt.Sprintf("made for %s (stream %s, version %d), binding is stream %s version %d", cp.Binding.Key, cp.Anchor.StreamID, cp.Binding.Version, b.StreamID, b.Version))
 		}
 		if anchor > h.Head {
-			add(in.Key, "anchor", fmt.Sprintf("anchor %d leads the head %d", anchor, h.Head))
+			add(in.Key, CheckAnchor, fmt.Sprintf("anchor %d leads the head %d", anchor, h.Head))
 		} else if reason, detail := checkAnchorObject(ctx, st, cp.Anchor, lister, h); reason != "" {
 			if reason == ReasonAnchorMissing && anchor <= h.Trim && !(b.CheckpointRef != nil && b.CheckpointRef.Key == in.Key) {
 				// Stale: its anchor object was collected below the trim.
 				return
 			}
-			add(in.Key, "anchor-object", reason+": "+detail)
+			add(in.Key, CheckAnchorObject, string(reason)+": "+detail)
 		}
 	}
 	// Checkpoints are independent: verify them on every core.

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/nereusctl/nereusctl/internal/kafka"
-	"github.com/nereusctl/nereusctl/internal/nkc1"
 	"github.com/nereusctl/nereusctl/internal/state"
 )
 
@@ -45,7 +44,7 @@ func TestReplayExpiresProducersAtClock(t *testing.T) {
 	ms := func(d time.Duration) int64 { return t0.Add(d).UnixMilli() }
 	// 1 and 3 idempotent, 2 opens a transaction, all at t0.
 	f.appendProducer(t, []int64{1, 2, 3}, []int64{ms(0), ms(0), ms(0)}, map[int64]bool{2: true})
-	c1 := state.NewClock(t0.Add(48*time.Hour), 0)
+	c1 := state.Clock{NowMs: (t0.Add(48 * time.Hour)).UnixMilli(), ExpirationMs: state.DefaultProducerIDExpirationMs}
 	b, etag := f.binding(t)
 	cr, err := CreateAt(ctx, f.st, b, etag, c1, false)
 	if err != nil {
@@ -55,7 +54,7 @@ func TestReplayExpiresProducersAtClock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp, err := nkc1.Decode(data)
+	cp, err := decodeCheckpoint(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +66,7 @@ func TestReplayExpiresProducersAtClock(t *testing.T) {
 		t.Fatalf("checkpoint clock %v, want %v", cp.Clock, canon)
 	}
 	b2, etag2 := f.binding(t)
-	again1, err := CreateAt(ctx, f.st, b2, etag2, state.NewClock(t0.Add(47*time.Hour), 0), false)
+	again1, err := CreateAt(ctx, f.st, b2, etag2, state.Clock{NowMs: (t0.Add(47 * time.Hour)).UnixMilli(), ExpirationMs: state.DefaultProducerIDExpirationMs}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +79,7 @@ func TestReplayExpiresProducersAtClock(t *testing.T) {
 	// 3 writes again after its expiry, 5 is new.
 	f.appendProducer(t, []int64{3, 5}, []int64{ms(49 * time.Hour), ms(48 * time.Hour)}, nil)
 	b, _ = f.binding(t)
-	c2 := state.NewClock(t0.Add(50*time.Hour), 0)
+	c2 := state.Clock{NowMs: (t0.Add(50 * time.Hour)).UnixMilli(), ExpirationMs: state.DefaultProducerIDExpirationMs}
 	res, err := Replay(ctx, f.st, b, Options{Clock: c2})
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +101,7 @@ func TestReplayExpiresProducersAtClock(t *testing.T) {
 	if again.Digest() != res.Digest() {
 		t.Fatal("same clock, different digests")
 	}
-	later, err := Replay(ctx, f.st, b, Options{Clock: state.NewClock(t0.Add(100*time.Hour), 0)})
+	later, err := Replay(ctx, f.st, b, Options{Clock: state.Clock{NowMs: (t0.Add(100 * time.Hour)).UnixMilli(), ExpirationMs: state.DefaultProducerIDExpirationMs}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +158,7 @@ func TestCreateAtReusesAtSameClock(t *testing.T) {
 	f.appendProducer(t, []int64{1, 2}, []int64{t0.UnixMilli(), t0.Add(20 * time.Hour).UnixMilli()}, nil)
 	create := func(at time.Duration) *CreateResult {
 		b, etag := f.binding(t)
-		cr, err := CreateAt(ctx, f.st, b, etag, state.NewClock(t0.Add(at), 0), false)
+		cr, err := CreateAt(ctx, f.st, b, etag, state.Clock{NowMs: (t0.Add(at)).UnixMilli(), ExpirationMs: state.DefaultProducerIDExpirationMs}, false)
 		if err != nil {
 			t.Fatal(err)
 		}

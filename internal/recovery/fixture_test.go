@@ -12,6 +12,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/testutil/importrun"
 )
 
 // TestReplayMatchesBrokerSnapshots imports every real broker partition that
@@ -32,7 +33,7 @@ func TestReplayMatchesBrokerSnapshots(t *testing.T) {
 			continue
 		}
 		st := store.NewMem(dir)
-		if _, err := importer.Run(ctx, st, importer.Options{Dir: dir}); err != nil {
+		if _, err := importrun.Run(ctx, st, importer.Options{Dir: dir}); err != nil {
 			t.Fatalf("%s: import: %v", dir, err)
 		}
 		tp := filepath.Base(dir)

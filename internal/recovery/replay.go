@@ -32,16 +32,19 @@ import (
 // MaxCheckpointBytes caps a checkpoint object read from the store.
 const MaxCheckpointBytes = 1 << 30
 
+// Reason says why replay did not use a checkpoint.
+type Reason string
+
 // Skip reasons for checkpoints replay did not use.
 const (
-	ReasonLeadsHead      = "leads the head"
-	ReasonDigestMismatch = "anchor object digest mismatch"
-	ReasonAnchorMissing  = "anchor object missing"
-	ReasonCorrupt        = "corrupt checkpoint"
-	ReasonObject         = "object check failed"
-	ReasonBinding        = "binding reference mismatch"
-	ReasonNewerChosen    = "a newer checkpoint was chosen"
-	ReasonOlderChosen    = "an older checkpoint is the retention floor"
+	ReasonLeadsHead      Reason = "leads the head"
+	ReasonDigestMismatch Reason = "anchor object digest mismatch"
+	ReasonAnchorMissing  Reason = "anchor object missing"
+	ReasonCorrupt        Reason = "corrupt checkpoint"
+	ReasonObject         Reason = "object check failed"
+	ReasonBinding        Reason = "binding reference mismatch"
+	ReasonNewerChosen    Reason = "a newer checkpoint was chosen"
+	ReasonOlderChosen    Reason = "an older checkpoint is the retention floor"
 )
 
 // Candidate is a checkpoint replay considered.
@@ -53,7 +56,7 @@ type Candidate struct {
 	SHA256   string    `json:"sha256,omitempty"` // of the chosen one
 	Root     string    `json:"root,omitempty"`   // of the chosen one
 	Status   string    `json:"status"`           // chosen, skipped, not-needed
-	Reason   string    `json:"reason,omitempty"`
+	Reason   Reason    `json:"reason,omitempty"`
 	Detail   string    `json:"detail,omitempty"`
 }
 
@@ -448,7 +451,7 @@ func skippedCheckpoints(cands []Candidate, b *layout.Binding, h *layout.Head) []
 		case ReasonAnchorMissing:
 			damaged = c.Anchor > h.Trim || b.CheckpointRef != nil && b.CheckpointRef.Key == c.Key
 		}
-		out = append(out, health.SkippedCheckpoint{Key: c.Key, Anchor: c.Anchor, Damaged: damaged, Reason: c.Reason, Detail: c.Detail})
+		out = append(out, health.SkippedCheckpoint{Key: c.Key, Anchor: c.Anchor, Damaged: damaged, Reason: string(c.Reason), Detail: c.Detail})
 	}
 	return out
 }
@@ -643,7 +646,7 @@ func chooseKey(ctx context.Context, st store.Store, b *layout.Binding, h *layout
 
 // Check runs the checks of docs/design.md §6 steps 2-3 on one checkpoint object and
 // returns the decoded checkpoint, or the reason it cannot be used.
-func Check(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Head, objs *Objects, info store.ObjectInfo) (*Checked, string, string) {
+func Check(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Head, objs *Objects, info store.ObjectInfo) (*Checked, Reason, string) {
 	anchor, _, err := layout.ParseCheckpointKey(info.Key)
 	if err != nil {
 		return nil, ReasonCorrupt, err.Error()
@@ -692,7 +695,7 @@ type Checked struct {
 
 // checkAnchorObject compares the digest of the object ending at the anchor
 // with the one the checkpoint recorded (the stable-head anchor).
-func checkAnchorObject(ctx context.Context, st store.Store, a nkc1.Anchor, lister *Objects, h *layout.Head) (string, string) {
+func checkAnchorObject(ctx context.Context, st store.Store, a nkc1.Anchor, lister *Objects, h *layout.Head) (Reason, string) {
 	if a.ObjectKey == "" {
 		objs, err := lister.All()
 		if err != nil {

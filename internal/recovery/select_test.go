@@ -173,7 +173,7 @@ func decodeAt(ctx context.Context, st store.Store, key string) (*nkc1.Checkpoint
 	if err != nil {
 		return nil, err
 	}
-	return nkc1.Decode(data)
+	return decodeCheckpoint(data)
 }
 
 func TestSelectSkipsCorruptSections(t *testing.T) {
@@ -300,4 +300,13 @@ func TestVerifyDetectsEverySingleByteCorruption(t *testing.T) {
 			t.Fatalf("truncation to %d bytes not detected", n)
 		}
 	}
+}
+
+// decodeCheckpoint opens and fully decodes a checkpoint, as replay does.
+func decodeCheckpoint(data []byte) (*nkc1.Checkpoint, error) {
+	r, err := nkc1.Open(data)
+	if err != nil {
+		return nil, err
+	}
+	return r.Checkpoint()
 }

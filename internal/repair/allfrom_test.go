@@ -44,7 +44,7 @@ func TestAllFromFinishesAnInterruptedRepair(t *testing.T) {
 	if _, err := replica.Put(ctx, ref.Key, good, store.None()); err != nil {
 		t.Fatal(err)
 	}
-	res, err := AllFrom(ctx, st, replica, false, testNow)
+	res, err := AllFromPartition(ctx, st, replica, tp, Options{NowMs: testNow})
 	if err != nil {
 		t.Fatal(err)
 	}

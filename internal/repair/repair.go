@@ -445,27 +445,6 @@ func accept(data []byte, digest string) error {
 	return nil
 }
 
-// AllFrom repairs every damaged member of every quarantined set from a
-// replica store holding the same keys, one partition after another
-// (QuarantinedPartitions, then AllFromPartition for each); the first
-// failure stops it. The command runs the partitions under their leases,
-// --parallel at once, each failure its own.
-func AllFrom(ctx context.Context, st, replica store.Store, dryRun bool, nowMs int64) ([]*Result, error) {
-	tps, err := QuarantinedPartitions(ctx, st)
-	if err != nil {
-		return nil, err
-	}
-	var out []*Result
-	for _, tp := range tps {
-		rs, err := AllFromPartition(ctx, st, replica, tp, Options{DryRun: dryRun, NowMs: nowMs})
-		out = append(out, rs...)
-		if err != nil {
-			return out, err
-		}
-	}
-	return out, nil
-}
-
 // QuarantinedPartitions lists the partitions that have an open quarantine
 // record, sorted by topic and partition, each once.
 func QuarantinedPartitions(ctx context.Context, st store.Store) ([]layout.TopicPartition, error) {

@@ -170,6 +170,10 @@ func GC(ctx context.Context, st store.Store, tps []layout.TopicPartition, o GCOp
 				out.gp.Objects++
 				out.gp.Bytes += it.Size
 			}
+			if err == nil && !o.DryRun {
+				// The proofs of what was collected go with it.
+				err = dropProofs(ctx, st, tp, done, o.Now)
+			}
 			return err
 		}
 		var err error
@@ -297,6 +301,27 @@ func compactTaskStream(key string) (string, bool) {
 	}
 	sid, _, ok := strings.Cut(rest, "/")
 	return sid, ok && sid != ""
+}
+
+// dropProofs removes the deleted objects' entries from their stream's
+// proof ledger (layout.DropProofs; a CAS, not a destructive step).
+func dropProofs(ctx context.Context, st store.Store, tp layout.TopicPartition, done []GCItem, now time.Time) error {
+	by := map[string][]string{}
+	for _, it := range done {
+		rest, ok := strings.CutPrefix(it.Key, layout.StreamsPrefix)
+		if sid, _, ok2 := strings.Cut(rest, "/"); ok && ok2 {
+			by[sid] = append(by[sid], it.Key)
+		}
+	}
+	if now.IsZero() {
+		now = time.Now()
+	}
+	for sid, keys := range by {
+		if err := layout.DropProofs(ctx, st, tp, sid, keys, now.UnixMilli()); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func old(in store.ObjectInfo, o GCOptions) bool {

@@ -328,7 +328,7 @@ func TestJobParallelPartitionLeases(t *testing.T) {
 	o := jobOptions(t, st, "mem://a", filepath.Join(t.TempDir(), "p.json"))
 	o.Parallel = 4
 	held := layout.TopicPartition{Topic: "orders", Partition: 1}
-	other, err := lease.Acquire(ctx, st, lease.PartitionName(held), "other-job", time.Hour, nil)
+	other, err := lease.Acquire(ctx, st, lease.PartitionName(held), "other-job", time.Hour, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

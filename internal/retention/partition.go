@@ -6,10 +6,12 @@ import (
 	"fmt"
 
 	"github.com/nereusctl/nereusctl/internal/compaction"
+	"github.com/nereusctl/nereusctl/internal/kafka"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/recovery"
 	"github.com/nereusctl/nereusctl/internal/state"
 	"github.com/nereusctl/nereusctl/internal/store"
+	"github.com/nereusctl/nereusctl/internal/timecut"
 )
 
 // ErrUnknownPartition is Kafka's UNKNOWN_TOPIC_OR_PARTITION.
@@ -24,6 +26,11 @@ type Request struct {
 	TP layout.TopicPartition
 	// DeleteRecords is a target offset (-1 = HW), nil when none.
 	DeleteRecords *int64
+	// BeforeMs, when set (and DeleteRecords nil), is a time: the target
+	// is the earliest offset whose timestamp is at or after it, as
+	// ListOffsets by timestamp answers (timecut.Find), with a preflight of
+	// the timestamps out of order around it.
+	BeforeMs *int64
 	// Retention applies retention.ms / retention.bytes as well.
 	Retention bool
 	NowMs     int64
@@ -61,10 +68,13 @@ type Result struct {
 	HW              int64  `json:"hw"`
 	// Error is a Kafka error name (OFFSET_OUT_OF_RANGE, POLICY_VIOLATION,
 	// UNKNOWN_TOPIC_OR_PARTITION) or "ERROR" for a failure of the tool.
-	Error       string      `json:"error"`
-	ErrorDetail string      `json:"error_detail,omitempty"`
-	Plan        *Plan       `json:"plan,omitempty"`
-	Trim        *TrimResult `json:"trim,omitempty"`
+	Error       string `json:"error"`
+	ErrorDetail string `json:"error_detail,omitempty"`
+	Plan        *Plan  `json:"plan,omitempty"`
+	// TimeCut is the offset a --before time answered and its preflight
+	// (trim --before only).
+	TimeCut *timecut.Cut `json:"time_cut,omitempty"`
+	Trim    *TrimResult  `json:"trim,omitempty"`
 	// Checkpoint is the pre-trim checkpoint written (or, in a dry run,
 	// the one that would be written; "" when an existing one serves).
 	Checkpoint string `json:"checkpoint"`
@@ -114,6 +124,21 @@ func RunPartition(ctx context.Context, st store.Store, req Request) *Result {
 		return fail(err)
 	}
 	segs := SegmentsOf(res.State, sealTimes)
+	if req.BeforeMs != nil && req.DeleteRecords == nil {
+		// The time's offset; a topic DeleteRecords refuses is refused
+		// by the planner below without reading its records.
+		target := res.State.LogStart
+		if b.Config.HasPolicy("delete") && !kafka.IsInternalTopic(b.Topic) {
+			before := counter.Total()
+			cut, err := timecut.Find(ctx, counter, b, res.State.LogStart, res.State.HW(), *req.BeforeMs)
+			if err != nil {
+				return fail(err)
+			}
+			replayCost += counter.Total() - before // a real run searches again
+			out.TimeCut, target = cut, cut.Offset
+		}
+		req.DeleteRecords = &target
+	}
 	if req.Retention && b.Config.HasPolicy("compact") && b.Config.HasPolicy("delete") && b.Coverage.State == layout.CoverageActive {
 		// compact,delete: plan on what readers see (ViewSegments).
 		view, err := viewObjects(ctx, counter, b)
@@ -150,7 +175,7 @@ func RunPartition(ctx context.Context, st store.Store, req Request) *Result {
 			if err != nil {
 				return fail(err)
 			}
-			tr, err := trim(ctx, counter, b, etag, res.Head.Trim, res, true, req.Hooks)
+			tr, err := trim(ctx, counter, b, etag, res.Head.Trim, res, req.Hooks)
 			out.Trim = tr
 			if err != nil {
 				return fail(err)
@@ -191,7 +216,7 @@ func RunPartition(ctx context.Context, st store.Store, req Request) *Result {
 			return out
 		}
 	}
-	tr, err := trim(ctx, counter, b, etag, plan.NewLogStart, res, true, req.Hooks)
+	tr, err := trim(ctx, counter, b, etag, plan.NewLogStart, res, req.Hooks)
 	out.Trim = tr
 	if tr != nil {
 		out.Checkpoint = tr.Checkpoint

@@ -66,33 +66,27 @@ type TrimResult struct {
 	AlreadyDone bool `json:"already_done"`
 }
 
-// Trim runs the durable sequence for one partition and target:
+// trim runs the durable sequence for one partition and target:
 // pre-trim NKC1 checkpoint → CAS the head's trim → read back and verify →
 // CAS the binding's observed_log_start and checkpoint_ref. Physical GC is
 // left to gc. Rerunning with the same target after a lost response or a
 // crash at any step finishes the sequence with no second checkpoint and no
-// second head mutation. res may carry a replay of b at the current head
-// (to save one: the head is read first, and a replay of another head is
-// redone); target must already be planned (0 <= target <= HW).
-func Trim(ctx context.Context, st store.Store, b *layout.Binding, bindingETag string, target int64, res *recovery.Result, hooks Hooks) (*TrimResult, error) {
-	return trim(ctx, st, b, bindingETag, target, res, false, hooks)
-}
-
-// trim is Trim; planned says res is the replay the caller has just planned
-// the trim on (RunPartition, under the partition's lease): its head is the
-// one the sequence starts from, so neither the head nor the binding is
-// read again before its CAS. Each CAS is guarded by the ETag of what was
-// read; a lost precondition re-reads, and a head that changed since the
-// replay is replayed again (the trim never moves over a hole the replay
-// did not see) before the next CAS.
-func trim(ctx context.Context, st store.Store, b *layout.Binding, bindingETag string, target int64, res *recovery.Result, planned bool, hooks Hooks) (*TrimResult, error) {
+// second head mutation. target must already be planned (0 <= target <= HW).
+// res is the replay the caller has just planned the trim on (RunPartition,
+// under the partition's lease): its head is the one the sequence starts
+// from, so neither the head nor the binding is read again before its CAS
+// (nil, or a replay of another stream: the head is read). Each CAS is
+// guarded by the ETag of what was read; a lost precondition re-reads, and a
+// head that changed since the replay is replayed again (the trim never
+// moves over a hole the replay did not see) before the next CAS.
+func trim(ctx context.Context, st store.Store, b *layout.Binding, bindingETag string, target int64, res *recovery.Result, hooks Hooks) (*TrimResult, error) {
 	name := b.Name()
 	var (
 		h        *layout.Head
 		headETag string
 		err      error
 	)
-	if planned && res != nil && res.Binding != nil && res.Binding.StreamID == b.StreamID {
+	if res != nil && res.Binding != nil && res.Binding.StreamID == b.StreamID {
 		// The head the replay read, and its ETag: that of the document's
 		// canonical bytes (a head stored in another encoding fails the
 		// CAS below, which re-reads it: one request more, never a wrong

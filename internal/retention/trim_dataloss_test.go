@@ -13,11 +13,12 @@ import (
 )
 
 // TestTrimNeverRunsOverAHole: with a COMMITTED object missing between the
-// trim and the head (below the newest checkpoint, which hides it), neither
-// RunPartition (trim, delete-records, retention run; dry run or not) nor
-// Trim itself moves the trim, writes a checkpoint or touches the binding:
-// a trim past the hole would make the lost data look like gc's. Given a
-// replay of an older head, Trim replays again rather than trust it.
+// trim and the head (below the newest checkpoint, which hides it),
+// RunPartition (trim, delete-records, retention run; dry run or not; the
+// path every command takes) neither moves the trim, writes a checkpoint nor
+// touches the binding: a trim past the hole would make the lost data look
+// like gc's. The head moved on after an earlier replay: the run replays the
+// current head, not the replay it could have reused.
 func TestTrimNeverRunsOverAHole(t *testing.T) {
 	ctx := context.Background()
 	st := demoStore(t)
@@ -70,14 +71,6 @@ func TestTrimNeverRunsOverAHole(t *testing.T) {
 		}
 		wantLoss("RunPartition", r.Err)
 	}
-	bb, betag, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Trim(ctx, st, bb, betag, target, stale, Hooks{})
-	wantLoss("Trim with a stale replay", err)
-	_, err = Trim(ctx, st, bb, betag, target, nil, Hooks{})
-	wantLoss("Trim", err)
 	after := snap(t, st, tp)
 	if after.head != before.head || after.binding.Version != before.binding.Version || len(after.objects) != len(before.objects) {
 		t.Fatalf("the store changed: head %+v -> %+v, binding v%d -> v%d, %d -> %d objects", before.head, after.head, before.binding.Version, after.binding.Version, len(before.objects), len(after.objects))

@@ -338,16 +338,6 @@ func EncodeBounds(p *Partition) []byte {
 	return e.b
 }
 
-// DecodeBounds is the inverse of EncodeBounds.
-func DecodeBounds(b []byte) (logStart, next int64, err error) {
-	d := &dec{b: b, what: "bounds"}
-	logStart, next = d.i64(), d.i64()
-	if d.err == nil && (logStart < 0 || next < logStart) {
-		d.fail("log start %d, next offset %d", logStart, next)
-	}
-	return logStart, next, d.done()
-}
-
 // Assemble builds a Partition from decoded parts and checks that the parts
 // agree with each other (every ongoing transaction belongs to its producer).
 func Assemble(logStart, next int64, producers map[int64]*Producer, ongoing map[int64]Txn, aborted []AbortedTxn, epochs []EpochEntry, segs []Segment) (*Partition, error) {

@@ -18,16 +18,6 @@ type Clock struct {
 	ExpirationMs int64 `json:"producer_id_expiration_ms"`
 }
 
-// NewClock is the clock at now with expiration (a non-positive expiration
-// takes Kafka's default).
-func NewClock(now time.Time, expiration time.Duration) Clock {
-	ms := expiration.Milliseconds()
-	if ms <= 0 {
-		ms = DefaultProducerIDExpirationMs
-	}
-	return Clock{NowMs: now.UnixMilli(), ExpirationMs: ms}
-}
-
 // Set reports whether the clock applies expiration.
 func (c Clock) Set() bool { return c.NowMs != 0 }
 

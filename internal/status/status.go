@@ -179,7 +179,7 @@ func collectOne(ctx context.Context, st store.Store, tp layout.TopicPartition, n
 	for _, c := range res.Candidates {
 		row.Anchors = append(row.Anchors, c.Anchor)
 		if c.Status == "skipped" {
-			row.SkippedCheckpoints = append(row.SkippedCheckpoints, SkippedCheckpoint{Key: c.Key, Anchor: c.Anchor, Reason: c.Reason, Detail: c.Detail})
+			row.SkippedCheckpoints = append(row.SkippedCheckpoints, SkippedCheckpoint{Key: c.Key, Anchor: c.Anchor, Reason: string(c.Reason), Detail: c.Detail})
 		}
 	}
 	if c := res.Chosen; c != nil {

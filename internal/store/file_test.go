@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/nereusctl/nereusctl/internal/store"
-	"github.com/nereusctl/nereusctl/internal/store/storetest"
+	"github.com/nereusctl/nereusctl/internal/testutil/storetest"
 )
 
 func newFile(t *testing.T) *store.File {

@@ -103,14 +103,6 @@ func NewS3(ctx context.Context, c S3Config) (*S3, error) {
 // ResolveS3Endpoint gives it ("" for AWS's own).
 func (s *S3) Endpoint() string { return s.endpoint }
 
-// ResolveS3Endpoint returns the endpoint a client built from c would send
-// its requests to ("" for AWS's own), after the plain-HTTP rule. It sends
-// nothing.
-func ResolveS3Endpoint(ctx context.Context, c S3Config) (string, error) {
-	_, endpoint, err := newS3Client(ctx, c)
-	return endpoint, err
-}
-
 // envEndpointSet reports an endpoint given in the environment.
 func envEndpointSet() bool {
 	if v, _ := os.LookupEnv("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"); strings.EqualFold(v, "true") {

@@ -84,8 +84,8 @@ import (
 	"time"
 
 	"github.com/nereusctl/nereusctl/internal/store"
-	"github.com/nereusctl/nereusctl/internal/store/storetest"
 	"github.com/nereusctl/nereusctl/internal/testutil/s3server"
+	"github.com/nereusctl/nereusctl/internal/testutil/storetest"
 )
 
 // newS3 opens a store on a fresh bucket of impl's shared server.

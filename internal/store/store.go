@@ -8,19 +8,23 @@
 // return credentials.
 //
 // Open parses a store URL into a backend (NewFile, NewS3, NewMem). The
-// decorators stack over any Store; the order that makes each do its job is
+// decorators stack over any Store; the command layer (cmd's
+// openMeteredStore, then the root command) builds, from the backend out,
 //
-//	counter := NewCounter(backend)          // counts every attempt sent
-//	limited := WithRateLimit(counter, rps)  // each attempt waits its turn
-//	s := WithRetry(limited, DefaultRetryPolicy())
+//	s := WithTimeout(backend, requestTimeout) // cuts each attempt
+//	s = WithLog(s, log)                       // each attempt at debug level
+//	s = WithRateLimit(s, rps)                 // file:// and mem:// only
+//	s = WithRetry(s, DefaultRetryPolicy())    // the only retry layer
+//	counter := NewCounter(s)                  // each call a command makes
 //
-// and a test's fault injector (internal/testutil/faultstore) goes directly over the backend. WithRetry is the
-// only retry layer (the S3 SDK's own retryer is off), so on s3:// each
-// attempt it makes is one HTTP request, which a Meter (OpenOptions.Meter)
-// counts, with its bytes, and rate-limits at the HTTP client: there the
-// budget is the Meter's, not WithRateLimit's. WithLog (each
-// request at debug level) goes directly over the backend, so it logs every
-// attempt; WithRetry logs its retries and give-ups on RetryPolicy.Log.
+// so the counter sees every call a command makes (a retried call counts
+// once), the log and the timeout every attempt, and a test's fault injector
+// (internal/testutil/faultstore) goes directly over the backend. WithRetry
+// is the only retry layer (the S3 SDK's own retryer is off), so on s3://
+// each attempt it makes is one HTTP request, which a Meter
+// (OpenOptions.Meter) counts, with its bytes, and rate-limits at the HTTP
+// client: there the budget is the Meter's, not WithRateLimit's. WithRetry
+// logs its retries and give-ups on RetryPolicy.Log.
 // CloseStore closes a backend through its decorators (each has Unwrap).
 //
 // Permanent failures (ErrAccessDenied, ErrCredentials, ErrNoSuchBucket,
@@ -31,7 +35,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"time"
 
@@ -233,18 +236,6 @@ func GetCapped(ctx context.Context, s Store, key string, max int64) ([]byte, err
 	}
 	if int64(len(b)) > max {
 		return nil, fmt.Errorf("read %s: %w: %d bytes, limit %d", key, ErrTooLarge, len(b), max)
-	}
-	return b, nil
-}
-
-// ReadAllCapped reads r up to max bytes and fails beyond.
-func ReadAllCapped(r io.Reader, max int64) ([]byte, error) {
-	b, err := io.ReadAll(io.LimitReader(r, max+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(b)) > max {
-		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, max)
 	}
 	return b, nil
 }

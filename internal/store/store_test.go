@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/nereusctl/nereusctl/internal/store"
-	"github.com/nereusctl/nereusctl/internal/store/storetest"
 	"github.com/nereusctl/nereusctl/internal/testutil/s3server"
+	"github.com/nereusctl/nereusctl/internal/testutil/storetest"
 )
 
 // TestMain starts SeaweedFS in the background (slow to start) and stops

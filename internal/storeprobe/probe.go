@@ -64,16 +64,6 @@ func CheckNames() []string {
 	return out
 }
 
-// Guarantee returns what rests on the check name ("" for an unknown one).
-func Guarantee(name string) string {
-	for _, g := range guarantees {
-		if g.name == name {
-			return g.guarantee
-		}
-	}
-	return ""
-}
-
 // Check is one check's outcome.
 type Check = layout.ProbeCheck
 
@@ -94,9 +84,6 @@ func (r *Result) OK() bool {
 	}
 	return len(r.Checks) > 0
 }
-
-// Broken returns the checks that failed, in order.
-func (r *Result) Broken() []Check { return (&layout.StoreProbe{Checks: r.Checks}).Broken() }
 
 // ScratchPrefix is where a probe with nonce writes: tasks/probe-<nonce>/
 // (free workflow space: gc removes a leftover after its grace).
@@ -121,7 +108,6 @@ type Options struct {
 
 // prober runs the checks against one scratch key.
 type prober struct {
-	ctx    context.Context
 	st     store.Store
 	key    string
 	checks map[string]*Check
@@ -160,8 +146,8 @@ func (p *prober) abort(what string, err error) error {
 }
 
 // read returns the stored bytes (nil, false when the key is missing).
-func (p *prober) read() ([]byte, bool, error) {
-	b, err := p.st.Get(p.ctx, p.key, nil)
+func (p *prober) read(ctx context.Context) ([]byte, bool, error) {
+	b, err := p.st.Get(ctx, p.key, nil)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, false, nil
 	}
@@ -182,7 +168,7 @@ func Run(ctx context.Context, st store.Store, o Options) (res *Result, err error
 		o.Nonce = NewNonce()
 	}
 	prefix := ScratchPrefix(o.Nonce)
-	p := &prober{ctx: ctx, st: st, key: prefix + "object", checks: map[string]*Check{}}
+	p := &prober{st: st, key: prefix + "object", checks: map[string]*Check{}}
 	res = &Result{Key: p.key}
 	for _, g := range guarantees {
 		c := &Check{Name: g.name, Guarantee: g.guarantee, OK: true}
@@ -193,7 +179,7 @@ func Run(ctx context.Context, st store.Store, o Options) (res *Result, err error
 			res, err = nil, cerr
 		}
 	}()
-	if err := p.run(o); err != nil {
+	if err := p.run(ctx, o); err != nil {
 		return nil, err
 	}
 	for _, g := range guarantees {
@@ -209,13 +195,13 @@ func body(nonce string, n int) []byte {
 	return fmt.Appendf(nil, "nereusctl store probe %s step %d%s\n", nonce, n, bytes.Repeat([]byte{'.'}, n))
 }
 
-func (p *prober) run(o Options) error {
+func (p *prober) run(ctx context.Context, o Options) error {
 	nonce := o.Nonce
 	a, b, c, d := body(nonce, 1), body(nonce, 2), body(nonce, 3), body(nonce, 4)
 	current := a // what the key should hold
 
 	// 1. A create on a fresh key succeeds.
-	info, err := p.st.Put(p.ctx, p.key, a, store.IfAbsent())
+	info, err := p.st.Put(ctx, p.key, a, store.IfAbsent())
 	switch {
 	case err == nil:
 		p.pass(CheckCreate, "an If-None-Match: * PUT of a new key succeeded")
@@ -226,13 +212,13 @@ func (p *prober) run(o Options) error {
 		p.fail(CheckCreate, "an If-None-Match: * PUT of a new key failed with 412: %v", err)
 		// Go on with an unguarded write, so the other checks have an
 		// object to judge.
-		if _, err := p.st.Put(p.ctx, p.key, a, store.None()); err != nil {
+		if _, err := p.st.Put(ctx, p.key, a, store.None()); err != nil {
 			return p.abort("put", err)
 		}
 	default:
 		return p.abort("put (if-absent)", err)
 	}
-	got, ok, err := p.read()
+	got, ok, err := p.read(ctx)
 	if err != nil {
 		return err
 	}
@@ -243,15 +229,15 @@ func (p *prober) run(o Options) error {
 	// 2. A second create of the same key fails with 412 and keeps the
 	// bytes; 3. so does a replace with a stale ETag.
 	stale := store.ETagOf([]byte("not the probe object's bytes"))
-	if current, err = p.mustRefuse(CheckIfAbsent, "a second If-None-Match: * PUT of the key", "If-None-Match", b, store.IfAbsent(), current); err != nil {
+	if current, err = p.mustRefuse(ctx, CheckIfAbsent, "a second If-None-Match: * PUT of the key", "If-None-Match", b, store.IfAbsent(), current); err != nil {
 		return err
 	}
-	if current, err = p.mustRefuse(CheckIfMatchRefuses, "a PUT with If-Match on a stale ETag", "If-Match", c, store.IfMatch(stale), current); err != nil {
+	if current, err = p.mustRefuse(ctx, CheckIfMatchRefuses, "a PUT with If-Match on a stale ETag", "If-Match", c, store.IfMatch(stale), current); err != nil {
 		return err
 	}
 
 	// 4. A replace with the current ETag succeeds and is read back.
-	info, err = p.st.Put(p.ctx, p.key, d, store.IfMatch(store.ETagOf(current)))
+	info, err = p.st.Put(ctx, p.key, d, store.IfMatch(store.ETagOf(current)))
 	switch {
 	case err == nil:
 		p.pass(CheckIfMatchAccepts, "a PUT with If-Match on the current ETag succeeded")
@@ -264,7 +250,7 @@ func (p *prober) run(o Options) error {
 	default:
 		return p.abort("put (if-match, current etag)", err)
 	}
-	if got, ok, err = p.read(); err != nil {
+	if got, ok, err = p.read(ctx); err != nil {
 		return err
 	}
 	if !bytes.Equal(got, current) {
@@ -273,7 +259,7 @@ func (p *prober) run(o Options) error {
 	p.pass(CheckReadAfterWrite, "every GET after a write returned the bytes just written")
 
 	// 5. The listing shows the key; HEAD has its ETag and SHA-256.
-	list, err := p.st.List(p.ctx, ScratchPrefix(nonce))
+	list, err := p.st.List(ctx, ScratchPrefix(nonce))
 	if err != nil {
 		return p.abort("list", err)
 	}
@@ -290,7 +276,7 @@ func (p *prober) run(o Options) error {
 		p.fail(CheckList, "a LIST of %s right after the writes does not show the key (%d keys listed)", ScratchPrefix(nonce), len(list))
 	}
 	p.pass(CheckList, "a LIST right after the writes shows the key with its size")
-	head, err := p.st.Head(p.ctx, p.key)
+	head, err := p.st.Head(ctx, p.key)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return p.abort("head", err)
 	}
@@ -317,7 +303,7 @@ func (p *prober) run(o Options) error {
 
 	// 6. A guarded delete: a stale ETag fails, the current one deletes, a
 	// missing key fails.
-	err = p.st.Delete(p.ctx, p.key, store.IfMatch(stale))
+	err = p.st.Delete(ctx, p.key, store.IfMatch(stale))
 	switch {
 	case err == nil:
 		p.fail(CheckDelete, "a DELETE with If-Match on a stale ETag succeeded")
@@ -327,30 +313,30 @@ func (p *prober) run(o Options) error {
 	}
 	if err == nil {
 		// Gone: put it back for the rest.
-		if _, err := p.st.Put(p.ctx, p.key, current, store.None()); err != nil {
+		if _, err := p.st.Put(ctx, p.key, current, store.None()); err != nil {
 			return p.abort("put", err)
 		}
-	} else if _, err := p.st.Head(p.ctx, p.key); err != nil {
+	} else if _, err := p.st.Head(ctx, p.key); err != nil {
 		if !errors.Is(err, store.ErrNotFound) {
 			return p.abort("head", err)
 		}
 		p.fail(CheckDelete, "a DELETE with If-Match on a stale ETag answered 412 but removed the object")
-		if _, err := p.st.Put(p.ctx, p.key, current, store.None()); err != nil {
+		if _, err := p.st.Put(ctx, p.key, current, store.None()); err != nil {
 			return p.abort("put", err)
 		}
 	}
-	if err := p.st.Delete(p.ctx, p.key, store.IfMatch(store.ETagOf(current))); err != nil {
+	if err := p.st.Delete(ctx, p.key, store.IfMatch(store.ETagOf(current))); err != nil {
 		if !outcome(err) {
 			return p.abort("delete (if-match, current etag)", err)
 		}
 		p.fail(CheckDelete, "a DELETE with If-Match on the current ETag failed: %v", err)
 	}
-	if _, err := p.st.Head(p.ctx, p.key); err == nil {
+	if _, err := p.st.Head(ctx, p.key); err == nil {
 		p.fail(CheckDelete, "the object is still there after a DELETE with If-Match on the current ETag")
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return p.abort("head", err)
 	}
-	err = p.st.Delete(p.ctx, p.key, store.IfMatch(store.ETagOf(current)))
+	err = p.st.Delete(ctx, p.key, store.IfMatch(store.ETagOf(current)))
 	switch {
 	case err == nil:
 		p.fail(CheckDelete, "a DELETE with If-Match of a missing key succeeded (it must fail with 412)")
@@ -366,8 +352,8 @@ func (p *prober) run(o Options) error {
 // leave the object holding current (what it should hold before), judged
 // by check; header names the condition for the detail. It returns what
 // the object holds after.
-func (p *prober) mustRefuse(check, what, header string, data []byte, g store.Guard, current []byte) ([]byte, error) {
-	_, err := p.st.Put(p.ctx, p.key, data, g)
+func (p *prober) mustRefuse(ctx context.Context, check, what, header string, data []byte, g store.Guard, current []byte) ([]byte, error) {
+	_, err := p.st.Put(ctx, p.key, data, g)
 	switch {
 	case err == nil:
 		p.fail(check, "%s succeeded: the store ignores %s and overwrote the object", what, header)
@@ -377,7 +363,7 @@ func (p *prober) mustRefuse(check, what, header string, data []byte, g store.Gua
 	default:
 		return nil, p.abort("put ("+g.String()+")", err)
 	}
-	got, ok, err := p.read()
+	got, ok, err := p.read(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -91,7 +91,7 @@ func splitSet(t *testing.T, st store.Store, tp layout.TopicPartition) (*layout.B
 		for _, s := range g.Sources {
 			srcs = append(srcs, ntc2.Source{Gen: s.Gen, ManifestSHA256: s.ManifestSHA256})
 		}
-		w := ntc2.NewWriter(ntc2.Meta{Base: rng[0], End: rng[1], Sources: srcs})
+		w := ntc2.NewWriterWith(ntc2.Meta{Base: rng[0], End: rng[1], Sources: srcs}, ntc2.WriterOptions{})
 		for _, row := range rows {
 			if row.Offset >= rng[0] && row.Offset < rng[1] {
 				if err := w.Add(row); err != nil {
@@ -483,9 +483,15 @@ func TestRepairAllFromReplica(t *testing.T) {
 	if recs, _ := verify.Records(ctx, st); len(recs) != 2 {
 		t.Fatalf("%d quarantine records, want 2", len(recs))
 	}
-	rs, err := repair.AllFrom(ctx, st, replica, false, 1)
-	if err != nil || len(rs) != 2 {
-		t.Fatalf("all-from: %d results, %v", len(rs), err)
+	// As repair --all-from does: each quarantined partition in turn.
+	tps, err := repair.QuarantinedPartitions(ctx, st)
+	if err != nil || len(tps) != 2 {
+		t.Fatalf("quarantined partitions %v, %v; want 2", tps, err)
+	}
+	for _, tp := range tps {
+		if _, err := repair.AllFromPartition(ctx, st, replica, tp, repair.Options{NowMs: 1}); err != nil {
+			t.Fatalf("all-from %s: %v", tp, err)
+		}
 	}
 	for _, tp := range internalTPs {
 		b, _ := binding(t, st, tp)

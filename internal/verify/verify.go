@@ -111,6 +111,49 @@ type Options struct {
 	// hash (from the manifests' object sizes and the open segment's
 	// listing), so that progress has a total.
 	Total func(n int64)
+
+	// Incremental (with Deep) reads only the immutable objects the proof
+	// ledger holds no proof of, or whose proof is ReverifyAfter old or
+	// older (default DefaultReverifyAfter), oldest proof first; the others
+	// get the default level's checks.
+	Incremental   bool
+	ReverifyAfter time.Duration
+	// Budget bounds the objects and bytes a deep run reads (shared by
+	// every partition of the run); nil: no bound.
+	Budget *Budget
+	// WriteLedger writes the proofs of a deep run to the partition's
+	// proof ledger (a CAS): verify's, never repair's re-verification.
+	WriteLedger bool
+	// Build is the nereusctl version the proofs name.
+	Build string
+	// MaxAge > 0 asks for a freshness verdict: a partition whose
+	// immutable objects are not all proved within it has a proof:stale
+	// finding. Without Deep the run reads no object bytes: the
+	// documents, the listings and the ledger only (no object checks, no
+	// checkpoint reads).
+	MaxAge time.Duration
+	// Plan reads no object bytes and writes nothing: the report's Plan
+	// says what a run with these options would read.
+	Plan bool
+}
+
+// Plan is what a run would read of one partition (Options.Plan).
+type Plan struct {
+	// Objects and Bytes would be read whole (hashed, or at the default
+	// level the checkpoints); Left are the due objects the budget would
+	// leave (LeftBytes).
+	Objects   int   `json:"objects"`
+	Bytes     int64 `json:"bytes"`
+	Left      int   `json:"left"`
+	LeftBytes int64 `json:"left_bytes"`
+	// Requests are the store requests the run would send: one GET per
+	// object read (ReadRequests), a HEAD per object checked whose size
+	// and ETag the listing does not give (CheckRequests), and the
+	// documents and listings, counted while planning (DocumentRequests).
+	Requests         int64 `json:"requests"`
+	ReadRequests     int64 `json:"read_requests"`
+	CheckRequests    int64 `json:"check_requests"`
+	DocumentRequests int64 `json:"document_requests"`
 }
 
 // Finding is one failed check (health.Finding).
@@ -159,7 +202,12 @@ type Report struct {
 	// Error is why the partition could not be (fully) verified when that
 	// is not a finding (an I/O failure); the findings so far are kept.
 	Error string `json:"error,omitempty"`
-	err   error
+	// Proof is the partition's proof ledger and what the run did with it
+	// (deep runs, freshness verdicts and plans).
+	Proof *ProofReport `json:"proof,omitempty"`
+	// Plan is what the run would read (Options.Plan).
+	Plan *Plan `json:"plan,omitempty"`
+	err  error
 }
 
 // Err is the failure behind Error (nil when the partition was verified).
@@ -177,6 +225,21 @@ func (r *Report) fail(err error) *Report {
 // checks every one. A malformed binding is a finding (corruption); any
 // other failure fills Error.
 func Named(ctx context.Context, st store.Store, tp layout.TopicPartition, o Options) *Report {
+	if o.Plan {
+		// The plan counts the requests its own reads take: the run's
+		// documents and listings.
+		c := store.NewCounter(st)
+		r := named(ctx, c, tp, o)
+		if r.Plan != nil {
+			r.Plan.DocumentRequests = c.Total()
+			r.Plan.Requests = r.Plan.ReadRequests + r.Plan.CheckRequests + r.Plan.DocumentRequests
+		}
+		return r
+	}
+	return named(ctx, st, tp, o)
+}
+
+func named(ctx context.Context, st store.Store, tp layout.TopicPartition, o Options) *Report {
 	rep := &Report{Partition: tp.String(), Findings: []Finding{}}
 	b, _, err := layout.LoadBinding(ctx, st, tp.Topic, tp.Partition)
 	if err != nil {
@@ -202,6 +265,8 @@ type target struct {
 	gen   int64
 	ref   *layout.ObjectRef // in its generation's manifest, which outlives the check
 	ntc2  bool
+	// provedMs is its valid proof's time in the ledger (0: none).
+	provedMs int64
 }
 
 // Partition verifies one binding: the partition's health (health.Gather:
@@ -213,7 +278,10 @@ type target struct {
 // (the report so far is returned with it).
 func Partition(ctx context.Context, st store.Store, b *layout.Binding, o Options) (*Report, error) {
 	rep := &Report{Partition: b.Name(), StreamID: b.StreamID, Coverage: b.Coverage.State, SetID: b.Coverage.SetID, Findings: []Finding{}}
-	hrep, obs, err := health.Gather(ctx, st, b, health.Prior{KeysOnly: o.Deep})
+	if o.Plan || (o.MaxAge > 0 && !o.Deep) {
+		o.ReadOnly, o.WriteLedger = true, false // nothing is read that could quarantine
+	}
+	hrep, obs, err := health.Gather(ctx, st, b, health.Prior{KeysOnly: o.Deep && !o.Incremental && !o.Plan})
 	if err != nil {
 		return rep, fmt.Errorf("verify %s: %w", b.Name(), err)
 	}
@@ -261,23 +329,106 @@ func Partition(ctx context.Context, st store.Store, b *layout.Binding, o Options
 				}
 			}
 		}
+		from, chain, chainErr := openChain(h, obs.Objects, committed)
+		// The proof ledger: read by deep runs, freshness verdicts and
+		// plans; one that does not decode is a finding and proves nothing.
+		var ps *proofState
+		var live []immutable
+		if o.Deep || o.MaxAge > 0 || o.Plan {
+			var lf *Finding
+			if ps, lf, err = loadProofs(ctx, st, b, o); err != nil {
+				return rep, fmt.Errorf("verify %s: %w", b.Name(), err)
+			}
+			if lf != nil {
+				add(*lf)
+			}
+			rep.Proof = ps.rep
+			for i := range targets {
+				t := &targets[i]
+				t.provedMs = ps.provedAt(t.ref.Key, t.ref.Size, t.ref.SHA256)
+				live = append(live, immutable{key: t.ref.Key, size: t.ref.Size, sha256: t.ref.SHA256, provedMs: t.provedMs})
+			}
+			if chainErr == nil {
+				for _, ob := range chain {
+					size := ob.Size
+					if size <= 0 && o.Deep && !o.Incremental {
+						size = -1 // a listing without sizes
+					}
+					live = append(live, immutable{key: ob.Key, size: size, provedMs: ps.provedAt(ob.Key, size, "")})
+				}
+			}
+			for _, in := range obs.Checkpoints {
+				live = append(live, immutable{key: in.Key, size: in.Size, provedMs: ps.provedAt(in.Key, in.Size, "")})
+			}
+			sortByProof(targets, func(t target) (int64, string) { return t.provedMs, t.ref.Key })
+		}
+		if o.Plan || (o.MaxAge > 0 && !o.Deep) {
+			if o.Plan {
+				rep.Plan = plan(ps, targets, chain, obs.Checkpoints, listingOf(obs), o)
+			}
+			if f := ps.freshness(b, live); f != nil {
+				add(*f)
+			}
+			rep.Coverage = b.Coverage.State
+			return rep, nil
+		}
 		listed := listingOf(obs)
-		for _, f := range checkObjects(ctx, st, targets, listed, o, rep) {
+		for _, f := range checkObjects(ctx, st, targets, listed, o, ps, rep) {
 			add(f)
 		}
 		if o.Deep {
-			for _, f := range openSegment(ctx, st, h, obs.Objects, committed, o, rep) {
+			for _, f := range openSegment(ctx, st, h, from, chain, chainErr, o, ps, rep) {
 				add(f)
 			}
 		}
 		// The checkpoints are checked against the same head and listings
 		// as everything above: one listing of the objects per partition.
-		crep, err := recovery.VerifyListed(ctx, st, b, h, obs.Objects, obs.Checkpoints)
+		// A deep run reads those its ledger does not prove fresh (and
+		// its budget admits), proved by the bytes recovery reads.
+		ckpts, bb, vst := obs.Checkpoints, b, st
+		var capt *capture
+		if ps != nil {
+			ckpts = dueCheckpoints(ps, obs.Checkpoints)
+			capt = &capture{Store: st, prefix: layout.CheckpointsPrefix(b.StreamID), sums: map[string]capturedSum{}}
+			vst = capt
+			if ref := b.CheckpointRef; ref != nil && !hasKey(ckpts, ref.Key) {
+				// The referenced checkpoint is not read this run: its
+				// presence from the listing, its digest from its proof.
+				c := *b
+				c.CheckpointRef = nil
+				bb = &c
+				if f := refFromProof(ps, ref, obs.Checkpoints); f != nil {
+					add(*f)
+				}
+			}
+		}
+		crep, err := recovery.VerifyListed(ctx, vst, bb, h, obs.Objects, ckpts)
 		if err != nil {
 			return rep, fmt.Errorf("verify %s: checkpoints: %w", b.Name(), err)
 		}
+		bad := map[string]bool{}
 		for _, f := range crep.Findings {
-			add(Finding{Scope: ScopeCheckpoint, Gen: -1, Object: f.Key, Check: CheckCheckpoint + ":" + f.Check, Detail: f.Detail})
+			bad[f.Key] = true
+			add(Finding{Scope: ScopeCheckpoint, Gen: -1, Object: f.Key, Check: CheckCheckpoint + ":" + string(f.Check), Detail: f.Detail})
+		}
+		if ps != nil {
+			for _, in := range ckpts {
+				sum, read := capt.sums[in.Key]
+				switch {
+				case bad[in.Key]:
+					ps.failed(in.Key)
+				case read:
+					ps.provedSum(in.Key, sum.size, sum.sha256)
+				}
+			}
+			if o.WriteLedger {
+				if err := ps.save(ctx, st, b, live); err != nil {
+					return rep, fmt.Errorf("verify %s: %w", b.Name(), err)
+				}
+			}
+			if f := ps.freshness(b, live); f != nil {
+				add(*f)
+			}
 		}
 	}
 	coverageFindings := 0
@@ -331,27 +482,44 @@ func listingOf(o *health.Observed) *streamListing {
 	return l
 }
 
-// openSegment checks the objects above the last sealed COMMITTED generation
-// (in no manifest yet): they must reach the head back to back, and each
-// must hold batches that pass their CRC inside the object's range.
-func openSegment(ctx context.Context, st store.Store, h *layout.Head, objs []layout.StreamObject, committed []*layout.Generation, o Options, rep *Report) []Finding {
+// openChain is the open segment: the chain of objects above the last sealed
+// COMMITTED generation (in no manifest yet) up to the head, from from on.
+func openChain(h *layout.Head, objs []layout.StreamObject, committed []*layout.Generation) (int64, []layout.StreamObject, error) {
 	from := max(h.Start, h.Trim)
 	for _, g := range committed {
 		from = max(from, g.End)
 	}
 	if from >= h.Head {
-		return nil
+		return from, nil, nil
 	}
 	chain, err := stream.Chain(objs, from, h.Head)
-	if err != nil {
-		return []Finding{{Scope: ScopeOpenSegment, Gen: -1, Check: CheckChain, Expected: fmt.Sprintf("[%d, %d) back to back", from, h.Head), Detail: err.Error()}}
+	return from, chain, err
+}
+
+// openSegment checks the open segment's objects (openChain): they must
+// reach the head back to back, and each must hold batches that pass their
+// CRC inside the object's range. With a ledger (ps) it reads those due
+// within the budget, oldest proof first, and proves them.
+func openSegment(ctx context.Context, st store.Store, h *layout.Head, from int64, chain []layout.StreamObject, chainErr error, o Options, ps *proofState, rep *Report) []Finding {
+	if chainErr != nil {
+		return []Finding{{Scope: ScopeOpenSegment, Gen: -1, Check: CheckChain, Expected: fmt.Sprintf("[%d, %d) back to back", from, h.Head), Detail: chainErr.Error()}}
+	}
+	if len(chain) == 0 {
+		return nil
+	}
+	order := chain
+	if ps != nil {
+		order = append([]layout.StreamObject(nil), chain...)
+		sortByProof(order, func(ob layout.StreamObject) (int64, string) {
+			return ps.provedAt(ob.Key, sizeOrUnknown(ob.Size), ""), ob.Key
+		})
 	}
 	if o.Total != nil {
-		// The sizes the listing knows (store.ListKeys on file:// knows
-		// none: those are counted in as they are read).
+		// The sizes the listing knows of the due objects (store.ListKeys
+		// on file:// knows none: those are counted in as they are read).
 		var n int64
 		for _, ob := range chain {
-			if o.Sample.Has(ob.Key) && ob.Size > 0 {
+			if o.Sample.Has(ob.Key) && ob.Size > 0 && (ps == nil || ps.due(ps.provedAt(ob.Key, sizeOrUnknown(ob.Size), ""))) {
 				n += ob.Size
 			}
 		}
@@ -359,22 +527,32 @@ func openSegment(ctx context.Context, st store.Store, h *layout.Head, objs []lay
 	}
 	var fs []Finding
 	var buf []byte // one read buffer, reused object after object
-	for _, ob := range chain {
-		if !o.Sample.Has(ob.Key) {
+	for _, ob := range order {
+		if ps != nil {
+			if !ps.gate(ob.Key, sizeOrUnknown(ob.Size), ps.provedAt(ob.Key, sizeOrUnknown(ob.Size), ""), true) {
+				continue
+			}
+		} else if !o.Sample.Has(ob.Key) {
 			continue
 		}
 		data, err := stream.ReadObjectInto(ctx, st, ob, buf[:0])
 		rep.Objects++
 		if err != nil {
 			fs = append(fs, Finding{Scope: ScopeOpenSegment, Gen: -1, Object: ob.Key, Check: CheckHead, Expected: "readable", Found: "error", Detail: err.Error()})
+			if ps != nil {
+				ps.failed(ob.Key)
+			}
 			continue
 		}
 		if cap(data) > cap(buf) {
 			buf = data
 		}
 		rep.BytesHashed += int64(len(data))
-		if o.Total != nil && ob.Size < 0 {
-			o.Total(int64(len(data)))
+		if ob.Size <= 0 {
+			if o.Total != nil {
+				o.Total(int64(len(data)))
+			}
+			o.Budget.add(int64(len(data)))
 		}
 		if o.Progress != nil {
 			o.Progress(int64(len(data)))
@@ -385,22 +563,123 @@ func openSegment(ctx context.Context, st store.Store, h *layout.Head, objs []lay
 				check = CheckCRC
 			}
 			fs = append(fs, Finding{Scope: ScopeOpenSegment, Gen: -1, Object: ob.Key, Check: check, Detail: err.Error()})
+			if ps != nil {
+				ps.failed(ob.Key)
+			}
+			continue
+		}
+		if ps != nil {
+			ps.proved(ob.Key, data)
 		}
 	}
 	return fs
 }
 
+// sizeOrUnknown is a listed size, -1 where the listing gave none.
+func sizeOrUnknown(n int64) int64 {
+	if n <= 0 {
+		return -1
+	}
+	return n
+}
+
+// dueCheckpoints are the listed checkpoints a deep run reads: due (every
+// one, or with Incremental those its ledger does not prove fresh) and
+// within the budget, oldest proof first. The sample does not thin them:
+// a checkpoint is what a restart reads.
+func dueCheckpoints(ps *proofState, infos []store.ObjectInfo) []store.ObjectInfo {
+	order := append([]store.ObjectInfo(nil), infos...)
+	sortByProof(order, func(in store.ObjectInfo) (int64, string) { return ps.provedAt(in.Key, in.Size, ""), in.Key })
+	var out []store.ObjectInfo
+	for _, in := range order {
+		if ps.gate(in.Key, in.Size, ps.provedAt(in.Key, in.Size, ""), false) {
+			out = append(out, in)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+func hasKey(infos []store.ObjectInfo, key string) bool {
+	for _, in := range infos {
+		if in.Key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// refFromProof checks the binding's checkpoint_ref without reading the
+// checkpoint: it is listed, and its proof (when it has one) records the
+// digest the binding does.
+func refFromProof(ps *proofState, ref *layout.CheckpointRef, infos []store.ObjectInfo) *Finding {
+	f := func(detail string) *Finding {
+		return &Finding{Scope: ScopeCheckpoint, Gen: -1, Object: ref.Key, Check: CheckCheckpoint + ":binding-ref", Detail: detail}
+	}
+	for _, in := range infos {
+		if in.Key != ref.Key {
+			continue
+		}
+		if p, ok := ps.index[ref.Key]; ok && ps.provedAt(in.Key, in.Size, "") > 0 && p.SHA256 != ref.SHA256 {
+			return f(fmt.Sprintf("binding records sha256 %s, the object's proof %s", ref.SHA256, p.SHA256))
+		}
+		return nil
+	}
+	return f("the binding's checkpoint_ref names a checkpoint that does not exist")
+}
+
+// plan is what a run with o would read of the partition, from the
+// ledger and the listings (Options.Plan).
+func plan(ps *proofState, ts []target, chain []layout.StreamObject, ckpts []store.ObjectInfo, listed *streamListing, o Options) *Plan {
+	p := &Plan{}
+	read := func(size int64) {
+		p.Objects++
+		p.Bytes += max(size, 0)
+		p.ReadRequests++
+	}
+	left0, left0b := ps.rep.Left, ps.rep.LeftBytes
+	for _, t := range ts {
+		if o.Deep && ps.gate(t.ref.Key, t.ref.Size, t.provedMs, true) {
+			read(t.ref.Size)
+			continue
+		}
+		if _, _, ok := fromListing(listed, t.ref.Key); !ok {
+			p.CheckRequests++
+		}
+	}
+	if o.Deep {
+		for _, ob := range chain {
+			if ps.gate(ob.Key, sizeOrUnknown(ob.Size), ps.provedAt(ob.Key, sizeOrUnknown(ob.Size), ""), true) {
+				read(ob.Size)
+			}
+		}
+		for _, in := range dueCheckpoints(ps, ckpts) {
+			read(in.Size)
+		}
+	} else if o.MaxAge <= 0 {
+		for _, in := range ckpts {
+			read(in.Size)
+		}
+	}
+	p.Left, p.LeftBytes = ps.rep.Left-left0, ps.rep.LeftBytes-left0b
+	// The plan hashed nothing: the counts are what the run would do.
+	ps.rep.Hashed, ps.rep.HashedBytes = 0, 0
+	return p
+}
+
 // checkObjects checks each target: HEAD, size and ETag always; with Deep
-// (and inside the sample) every byte: SHA-256 and every CRC, in parallel.
-func checkObjects(ctx context.Context, st store.Store, ts []target, listed *streamListing, o Options, rep *Report) []Finding {
+// (and inside the sample, and with a ledger those due within the budget,
+// oldest proof first) every byte: SHA-256 and every CRC, in parallel.
+func checkObjects(ctx context.Context, st store.Store, ts []target, listed *streamListing, o Options, ps *proofState, rep *Report) []Finding {
 	workers := o.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	if o.Total != nil && o.Deep {
+		// The due objects' bytes (a budget may stop short of them).
 		var n int64
 		for _, t := range ts {
-			if o.Sample.Has(t.ref.Key) {
+			if o.Sample.Has(t.ref.Key) && (ps == nil || ps.due(t.provedMs)) {
 				n += t.ref.Size
 			}
 		}
@@ -426,7 +705,7 @@ func checkObjects(ctx context.Context, st store.Store, ts []target, listed *stre
 			}
 			var fs []Finding
 			var hashed int64
-			fs, hashed, buf = checkObject(ctx, st, ts[i], listed, o, buf)
+			fs, hashed, buf = checkObject(ctx, st, ts[i], listed, o, ps, buf)
 			w.fs = append(w.fs, fs...)
 			w.objects++
 			w.hashed += hashed
@@ -478,11 +757,30 @@ func fromListing(listed *streamListing, key string) (info store.ObjectInfo, foun
 // the object and its size in one step (store.GetSizedInto: one open on
 // file://, and no digest computed by the store) into buf, which it
 // returns (grown) for the next object.
-func checkObject(ctx context.Context, st store.Store, t target, listed *streamListing, o Options, buf []byte) ([]Finding, int64, []byte) {
+func checkObject(ctx context.Context, st store.Store, t target, listed *streamListing, o Options, ps *proofState, buf []byte) ([]Finding, int64, []byte) {
+	fs, n, buf, deep := checkObjectBytes(ctx, st, t, listed, o, ps, buf)
+	if deep && ps != nil {
+		if len(fs) == 0 {
+			// Clean, and every byte was read: the manifest's SHA-256 is
+			// the bytes'.
+			ps.provedSum(t.ref.Key, t.ref.Size, t.ref.SHA256)
+		} else {
+			ps.failed(t.ref.Key)
+		}
+	}
+	return fs, n, buf
+}
+
+// checkObjectBytes is checkObject's checks; deep reports whether every
+// byte was read.
+func checkObjectBytes(ctx context.Context, st store.Store, t target, listed *streamListing, o Options, ps *proofState, buf []byte) ([]Finding, int64, []byte, bool) {
 	f := func(check, expected, found, detail string) Finding {
 		return Finding{Scope: t.scope, Gen: t.gen, Object: t.ref.Key, Check: check, Expected: expected, Found: found, Detail: detail}
 	}
 	deep := o.Deep && o.Sample.Has(t.ref.Key)
+	if deep && ps != nil {
+		deep = ps.gate(t.ref.Key, t.ref.Size, t.provedMs, true)
+	}
 	var info store.ObjectInfo
 	var data []byte
 	var err error
@@ -503,9 +801,9 @@ func checkObject(ctx context.Context, st store.Store, t target, listed *streamLi
 	}
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return []Finding{f(CheckHead, "present", "missing", "the object does not exist")}, 0, buf
+			return []Finding{f(CheckHead, "present", "missing", "the object does not exist")}, 0, buf, deep
 		}
-		return []Finding{f(CheckHead, "present", "error", err.Error())}, 0, buf
+		return []Finding{f(CheckHead, "present", "error", err.Error())}, 0, buf, deep
 	}
 	etagOK := info.ETag == t.ref.ETag
 	if deep && info.ETag == "" {
@@ -526,7 +824,7 @@ func checkObject(ctx context.Context, st store.Store, t target, listed *streamLi
 		fs = append(fs, f(CheckETag, t.ref.ETag, info.ETag, "ETag differs from the manifest"))
 	}
 	if !deep {
-		return fs, 0, buf
+		return fs, 0, buf, false
 	}
 	var h [2 * sha256.Size]byte
 	sum := sha256.Sum256(data)
@@ -537,7 +835,7 @@ func checkObject(ctx context.Context, st store.Store, t target, listed *streamLi
 	if t.ntc2 {
 		r, err := ntc2.Open(data)
 		if err != nil {
-			return append(fs, f(CheckStructure, "NTC2", "unreadable", err.Error())), int64(len(data)), buf
+			return append(fs, f(CheckStructure, "NTC2", "unreadable", err.Error())), int64(len(data)), buf, true
 		}
 		for _, x := range r.Verify() {
 			fs = append(fs, ntc2Finding(f, x))
@@ -554,7 +852,7 @@ func checkObject(ctx context.Context, st store.Store, t target, listed *streamLi
 			fs = append(fs, f(check, "", "", err.Error()))
 		}
 	}
-	return fs, int64(len(data)), buf
+	return fs, int64(len(data)), buf, true
 }
 
 // Quarantine writes the quarantine record (IfAbsent; an existing record for

@@ -94,6 +94,10 @@ type globals struct {
 	resolved bool
 	// createStore lets the store be created (a missing file:// root).
 	createStore bool
+	// foreignS3Settings lets a file:// store open with an --s3-endpoint
+	// (support-bundle: it is taken when the configuration is wrong, and
+	// reports the endpoint rather than refuse to run).
+	foreignS3Settings bool
 	// deadline is the --timeout context of the command (nil without one)
 	// and cancelDeadline its cancel.
 	deadline       context.Context
@@ -141,6 +145,13 @@ func (g *globals) store(ctx context.Context) (store.Store, error) {
 
 // openStore opens the configured store into g.st.
 func (g *globals) openStore(ctx context.Context) error {
+	if scheme, _, _ := strings.Cut(g.cfg.Store, "://"); strings.EqualFold(scheme, "file") && g.cfg.S3Endpoint != "" && !g.foreignS3Settings {
+		// an endpoint meant for another store: the run would act on the
+		// local directory while the operator thinks of the bucket (a
+		// replica store of another scheme, repair --from, takes the S3
+		// settings for itself)
+		return exitcode.UsageErr(fmt.Errorf("open store %q: --s3-endpoint %s is for s3:// stores; a file:// store takes none (drop it, or give --store s3://BUCKET/PREFIX)", store.RedactURL(g.cfg.Store), store.RedactURL(g.cfg.S3Endpoint)))
+	}
 	g.meter = store.NewMeter(g.cfg.MaxRequestsPerSecond)
 	st, err := openMeteredStore(ctx, g.cfg, g.createStore, g.logger(), g.meter)
 	if err != nil {

@@ -62,11 +62,6 @@ func Open(ctx context.Context, rawURL string, opt OpenOptions) (Store, error) {
 			host, _, _ := strings.Cut(rest, "/")
 			return nil, fmt.Errorf("open store %q: a file:// URL takes no host (%q): want file:///absolute/dir or file://./relative/dir", shown, host)
 		}
-		if opt.S3Endpoint != "" {
-			// an endpoint meant for another store: the run would act on
-			// the local directory while the operator thinks of the bucket
-			return nil, fmt.Errorf("open store %q: --s3-endpoint %s is for s3:// stores; a file:// store takes none (drop it, or give --store s3://BUCKET/PREFIX)", shown, RedactURL(opt.S3Endpoint))
-		}
 		if opt.Create {
 			if err := os.MkdirAll(rest, dirPerm); err != nil {
 				return nil, fmt.Errorf("open store %s: create directory: %w", shown, err)

@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -184,10 +185,22 @@ func renderCheckpointVerify(g *globals, reps []*checkpointVerifyPartition, readO
 		f := firstFinding(reps)
 		fails.code = worse(fails.code, exitcode.Verify)
 		if fails.n == 0 {
-			return exitcode.Wrap(exitcode.Verify, fmt.Errorf("checkpoint verify: %d findings; first: %s: %s check failed: %s", total, f.Key, f.Check, f.Detail), exitcode.FindingHint("checkpoint"))
+			return exitcode.Wrap(exitcode.Verify, fmt.Errorf("checkpoint verify: %d findings; first: %s: %s check failed: %s", total, f.Key, f.Check, f.Detail), checkpointHints(reps))
 		}
 	}
 	return fails.err("checkpoint verify", len(reps))
+}
+
+// checkpointHints is the hint of checkpoint verify's findings, one per
+// kind (health.HintFor of the check as verify names it, checkpoint:CHECK).
+func checkpointHints(reps []*checkpointVerifyPartition) string {
+	var fs []health.Finding
+	for _, r := range reps {
+		for _, f := range r.Findings {
+			fs = append(fs, health.Finding{Partition: f.Partition, Scope: health.ScopeCheckpoint, Object: f.Key, Check: health.CheckCheckpoint + ":" + string(f.Check)})
+		}
+	}
+	return strings.Join(health.Hints(fs, "", map[string]bool{}), "; ")
 }
 
 func firstFinding(reps []*checkpointVerifyPartition) recovery.Finding {

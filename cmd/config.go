@@ -151,10 +151,11 @@ A shorter retention.ms or retention.bytes takes effect at the next
 				}
 				out = append(out, c)
 			}
-			if err := renderConfigSet(g, o.dryRun, out); err != nil {
+			failed = configErr(failed)
+			if err := renderConfigSet(g, o.dryRun, kvs, out, failed); err != nil {
 				return err
 			}
-			return configErr(failed)
+			return failed
 		},
 	}
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the change; write nothing")
@@ -166,27 +167,36 @@ type configDoc struct {
 	SchemaVersion int                       `json:"schema_version"`
 	DryRun        *bool                     `json:"dry_run,omitempty"`
 	Partitions    []*retention.ConfigChange `json:"partitions"`
+	// Error is why config set failed for a partition (its rows are left
+	// out), as the error document's "error"; absent when it did not.
+	Error *errorBody `json:"error,omitempty"`
 }
 
-func renderConfigSet(g *globals, dryRun bool, out []*retention.ConfigChange) error {
+// renderConfigSet prints a row per key compared: the ones that change,
+// and the ones already holding the value given (unchanged, the value shown
+// as OLD and NEW), so a rerun shows what it compared.
+// failed is the run's failure (a partition not written), carried by -o
+// json as "error".
+func renderConfigSet(g *globals, dryRun bool, kvs []retention.KV, out []*retention.ConfigChange, failed error) error {
 	if g.json() {
-		return writeJSON(g.stdout, configDoc{SchemaVersion: SchemaVersion, DryRun: &dryRun, Partitions: out})
+		return writeJSON(g.stdout, configDoc{SchemaVersion: SchemaVersion, DryRun: &dryRun, Partitions: out, Error: runErrorBody(failed)})
 	}
 	rows := [][]string{}
 	for _, c := range out {
 		name := fmt.Sprintf("%s-%d", c.Topic, c.Partition)
 		result := "changed"
-		switch {
-		case len(c.Changes) == 0:
-			result = "unchanged"
-		case dryRun:
+		if dryRun {
 			result = "would change"
 		}
-		if len(c.Changes) == 0 {
-			rows = append(rows, []string{name, "-", "-", "-", result})
-		}
+		changed := map[string]bool{}
 		for _, d := range c.Changes {
+			changed[d.Key] = true
 			rows = append(rows, []string{name, d.Key, d.Old, d.New, result})
+		}
+		for _, kv := range kvs {
+			if !changed[kv.Key] {
+				rows = append(rows, []string{name, kv.Key, kv.Value, kv.Value, "unchanged"})
+			}
 		}
 	}
 	if err := writeTable(g.stdout, []string{"PARTITION", "KEY", "OLD", "NEW", "RESULT"}, rows); err != nil {

@@ -2,6 +2,7 @@ package cmd
 
 import (
 	"fmt"
+	"io"
 	"sort"
 
 	"github.com/spf13/cobra"
@@ -28,8 +29,11 @@ as 'nereusctl trim' does (same rules, same durable sequence):
 
   {"partitions": [{"topic": "orders", "partition": 0, "offset": 1200}], "version": 1}
 
-Every field is required, the version must be 1, and duplicate partitions are
-an error (nothing is trimmed then). The output is kafka-delete-records.sh's
+Keys are case-sensitive, as in Kafka's tool; a partition entry holds exactly
+topic, partition and offset (another key, "Offset" included, is refused;
+unknown top-level keys are ignored, as Kafka does), the version must be 1,
+and duplicate partitions are an error (nothing is trimmed then).
+--offset-json-file - reads the JSON from standard input. The output is kafka-delete-records.sh's
 (DeleteRecordsCommand): 'Executing records delete operation', then
 'Records delete operation completed:', then per partition, sorted by topic
 and partition, 'partition: T-P<TAB>low_watermark: N' or
@@ -48,7 +52,8 @@ command needs --yes: on a terminal it asks (y/N on stdin) before trimming
 anything; otherwise it is refused with exit 2 and nothing is trimmed.` + exitStatusHelp("1 with --strict when any partition reports an error; without it only when nereusctl itself failed for a partition (a Kafka error per partition exits 0, as kafka-delete-records.sh does)", "2 for a malformed JSON file or a duplicate partition, or a trim removing every record not confirmed (--yes) (nothing is changed)", "4 when a partition's lease is held by another job past --lease-wait (the message names the holder; the other partitions are still done)"),
 		Example: `  nereusctl delete-records --offset-json-file offsets.json --dry-run
   # destructive: the records below each offset become unreadable
-  nereusctl delete-records --offset-json-file offsets.json -o json`,
+  nereusctl delete-records --offset-json-file offsets.json -o json
+  echo '{"partitions":[{"topic":"orders","partition":0,"offset":1200}]}' | nereusctl delete-records --offset-json-file - --dry-run`,
 		Args: exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.file == "" {
@@ -58,13 +63,17 @@ anything; otherwise it is refused with exit 2 and nothing is trimmed.` + exitSta
 			if err != nil {
 				return err
 			}
-			data, err := readCappedFile(o.file, retention.MaxOffsetJSONBytes)
+			data, err := readOffsetJSON(cmd.InOrStdin(), o.file)
 			if err != nil {
 				return exitcode.UsageErr(err)
 			}
 			targets, err := retention.ParseOffsetJSON(data)
 			if err != nil {
-				return exitcode.Wrap(exitcode.Usage, fmt.Errorf("%s: %w", o.file, err), "see 'nereusctl delete-records --help' for the format")
+				name := o.file
+				if name == "-" {
+					name = "standard input"
+				}
+				return exitcode.Wrap(exitcode.Usage, fmt.Errorf("%s: %w", name, err), "see 'nereusctl delete-records --help' for the format")
 			}
 			ctx := cmd.Context()
 			st, err := g.mutatingStore(ctx, o.dryRun)
@@ -110,12 +119,28 @@ anything; otherwise it is refused with exit 2 and nothing is trimmed.` + exitSta
 			return renderDeleteRecords(g, o.dryRun, o.strict, rs)
 		},
 	}
-	c.Flags().StringVar(&o.file, "offset-json-file", "", "Kafka's delete-records JSON file")
+	c.Flags().StringVar(&o.file, "offset-json-file", "", "Kafka's delete-records JSON file (- reads standard input)")
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the outcome per partition; write nothing")
 	c.Flags().BoolVar(&o.yes, "yes", false, "trim partitions whose every record goes (offset -1 or the HW) without asking")
 	c.Flags().BoolVar(&o.strict, "strict", false, "exit 1 when any partition reports an error (kafka-delete-records.sh exits 0; for cron)")
 	o.clock.add(c, true)
 	return c
+}
+
+// readOffsetJSON reads the offset JSON file, or standard input for "-",
+// capped at retention.MaxOffsetJSONBytes.
+func readOffsetJSON(stdin io.Reader, path string) ([]byte, error) {
+	if path != "-" {
+		return readCappedFile(path, retention.MaxOffsetJSONBytes)
+	}
+	b, err := io.ReadAll(io.LimitReader(stdin, retention.MaxOffsetJSONBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read standard input: %w", err)
+	}
+	if int64(len(b)) > retention.MaxOffsetJSONBytes {
+		return nil, fmt.Errorf("standard input: more than %d bytes", retention.MaxOffsetJSONBytes)
+	}
+	return b, nil
 }
 
 // renderDeleteRecords prints kafka-delete-records.sh's lines

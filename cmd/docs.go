@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
+	"github.com/spf13/pflag"
 
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 )
@@ -70,9 +71,22 @@ func docsTree(markdown bool) *cobra.Command {
 	walkCommands(root, func(c *cobra.Command) {
 		c.DisableAutoGenTag = true
 		c.Long = markupLong(c.Long, markdown)
+		if !markdown {
+			// the man page writes --flag=DEFAULT for every flag: a
+			// required flag shows what to give instead of a default
+			c.Flags().VisitAll(func(fl *pflag.Flag) {
+				if p := fl.Annotations[flagPlaceholder]; len(p) == 1 {
+					fl.DefValue = p[0]
+				}
+			})
+		}
 	})
 	return root
 }
+
+// flagPlaceholder annotates a required flag (it has no default) with what
+// its man page shows after --flag= (trim --to=OFFSET).
+const flagPlaceholder = "nereusctl/placeholder"
 
 // walkCommands calls fn on c and every command below it.
 func walkCommands(c *cobra.Command, fn func(*cobra.Command)) {

@@ -59,6 +59,11 @@ func checkConfigFile(fs *pflag.FlagSet, path string) (map[string]bool, []byte, e
 	if len(doc.Content) > 0 && doc.Content[0].Kind != yaml.MappingNode {
 		return nil, nil, fmt.Errorf("config file %s: want a mapping of settings (key: value lines), got %s", path, nodeKind(doc.Content[0]))
 	}
+	if len(doc.Content) > 0 {
+		if err := checkConfigNodes(fs, doc.Content[0]); err != nil {
+			return nil, nil, fmt.Errorf("config file %s: %w", path, err)
+		}
+	}
 	fv := viper.New()
 	fv.SetConfigType("yaml")
 	if err := fv.ReadConfig(bytes.NewReader(data)); err != nil {
@@ -83,6 +88,36 @@ func checkConfigFile(fs *pflag.FlagSet, path string) (map[string]bool, []byte, e
 		keys[k] = true
 	}
 	return keys, data, nil
+}
+
+// checkConfigNodes checks what only the file's text shows, before YAML's
+// typing hides it: a key given twice, and a number that is not written in
+// decimal. YAML reads 0x10, 0o17, 1_6 and 1e6 as numbers, which flags and
+// environment variables refuse (docs/configuration.md, "Strict input").
+func checkConfigNodes(fs *pflag.FlagSet, m *yaml.Node) error {
+	line := map[string]int{}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		if first, ok := line[k.Value]; ok {
+			return fmt.Errorf("key %q is given twice (lines %d and %d); give each setting once", k.Value, first, k.Line)
+		}
+		line[k.Value] = k.Line
+		fl := fs.Lookup(k.Value)
+		if fl == nil || v.Kind != yaml.ScalarNode || (v.Tag != "!!int" && v.Tag != "!!float") {
+			continue
+		}
+		switch fl.Value.Type() {
+		case "int":
+			if _, err := parseDecimal(v.Value, 64, false); err != nil {
+				return fmt.Errorf("key %q (line %d): want a whole number in decimal, got %s", k.Value, v.Line, v.Value)
+			}
+		case "float64":
+			if _, err := parseDecimalFloat(v.Value); err != nil {
+				return fmt.Errorf("key %q (line %d): want a finite number in decimal, got %s", k.Value, v.Line, v.Value)
+			}
+		}
+	}
+	return nil
 }
 
 func nodeKind(n *yaml.Node) string {
@@ -265,7 +300,7 @@ func decodeConfig(v *viper.Viper, fs *pflag.FlagSet, cfgFile string, fileKeys ma
 			if err == nil {
 				return d
 			}
-			errs = append(errs, fmt.Errorf("%s: %q: want a duration such as 30s or 2m", settingSource(fs, key, cfgFile, fileKeys), t))
+			errs = append(errs, fmt.Errorf("%s: %q: %s", settingSource(fs, key, cfgFile, fileKeys), t, durationWant(t)))
 		default:
 			errs = append(errs, fmt.Errorf("%s: want a duration such as 30s or 2m", settingSource(fs, key, cfgFile, fileKeys)))
 		}

@@ -49,6 +49,49 @@ func (v *strictInt) Set(s string) error {
 	return v.inner.Set(canon)
 }
 
+// plainFlagError rewrites pflag's refusal of a flag value whose cause is
+// Go's parser ("strconv.ParseBool: parsing "maybe": invalid syntax", "time:
+// unknown unit "d" in duration "1d"") into what the flag wants, in plain
+// words; other errors are returned as they are.
+func plainFlagError(err error) error {
+	var ive *pflag.InvalidValueError
+	if !errors.As(err, &ive) {
+		return err
+	}
+	fl := ive.GetFlag()
+	var want string
+	switch fl.Value.Type() {
+	case "bool":
+		want = "want true or false"
+	case "duration":
+		want = durationWant(ive.GetValue())
+	default:
+		var ne *strconv.NumError
+		if !errors.As(err, &ne) {
+			return err
+		}
+		want = "want a decimal number"
+	}
+	name := "--" + fl.Name
+	if fl.Shorthand != "" && fl.ShorthandDeprecated == "" {
+		name = "-" + fl.Shorthand + ", --" + fl.Name
+	}
+	return fmt.Errorf("invalid argument %q for %q flag: %s", ive.GetValue(), name, want)
+}
+
+// durationWant says what a duration is, for a value that is not one; a
+// number of days gets its value in hours.
+func durationWant(s string) string {
+	const want = "want a duration such as 30s, 15m or 24h"
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		if d, err := strconv.ParseUint(n, 10, 16); err == nil {
+			return fmt.Sprintf("%s (days are written in hours: %dh)", want, d*24)
+		}
+		return want + " (days are written in hours: 1d is 24h)"
+	}
+	return want
+}
+
 // errNotDecimal is what a strict integer refuses; pflag names the flag
 // and the value around it.
 var errNotDecimal = errors.New("want a decimal integer (digits only; no 0x, 0o, 0b or _)")

@@ -12,12 +12,15 @@ import (
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/lease"
 	"github.com/nereusctl/nereusctl/internal/retention"
+	"github.com/nereusctl/nereusctl/internal/store"
 )
 
 type gcOptions struct {
 	dryRun  bool
 	grace   time.Duration
 	verbose bool
+	// allowEmpty: a store with no binding and no stream is not an error.
+	allowEmpty bool
 }
 
 func newGCCmd(g *globals) *cobra.Command {
@@ -57,7 +60,7 @@ while the others are still collected: a binding, head or generation
 manifest that does not decode (a manifest gc cannot read may name live
 objects), or a head rolled back below objects, generations or checkpoints
 the stream holds (what lies "beyond" such a head is data, not leftovers).
-The exit status is the worst over the partitions.` + exitStatusHelp("3 when a partition was left alone because a stored document is malformed or its head lies below its data (the others are still collected)", "4 when a partition's lease is held by another job past --lease-wait (the others are still collected)", "1 when a partition could not be collected for another reason"),
+The exit status is the worst over the partitions.` + exitStatusHelp("3 when a partition was left alone because a stored document is malformed or its head lies below its data (the others are still collected)", "4 when a partition's lease is held by another job past --lease-wait (the others are still collected)", "1 when a partition could not be collected for another reason, or the store holds no binding and no stream (a mistyped --store; --allow-empty accepts it)"),
 		Example: `  nereusctl gc --dry-run
   nereusctl gc --grace 24h -o json`,
 		Args: exactArgs(0),
@@ -72,7 +75,18 @@ The exit status is the worst over the partitions.` + exitStatusHelp("3 when a pa
 			}
 			tps, err := layout.ListBindings(ctx, st)
 			if err != nil {
-				return fmt.Errorf("gc: list bindings in %s: %w", st, err)
+				return fmt.Errorf("gc: %w", listBindingsErr(st, err))
+			}
+			if len(tps) == 0 && !o.allowEmpty {
+				// No binding and no stream (a deleted topic's stream is
+				// gc's to collect): a mistyped --store, as for the others.
+				streams, err := store.ListDirs(ctx, st, layout.StreamsPrefix)
+				if err != nil {
+					return fmt.Errorf("gc: list %s in %s: %w", layout.StreamsPrefix, st, err)
+				}
+				if len(streams) == 0 {
+					return errNoBindings(st)
+				}
 			}
 			prog := g.progress("partitions", int64(len(tps)))
 			defer prog.done()
@@ -155,6 +169,7 @@ The exit status is the worst over the partitions.` + exitStatusHelp("3 when a pa
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "list what would be deleted; delete nothing")
 	c.Flags().DurationVar(&o.grace, "grace", time.Hour, fmt.Sprintf("leave leftovers and tasks younger than this alone (objects beyond a head: at least %s)", retention.MinBeyondHeadGrace))
 	c.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "list every object")
+	c.Flags().BoolVar(&o.allowEmpty, "allow-empty", false, "succeed on a store with no bindings and no streams (default: exit 1, a mistyped --store finds none)")
 	return c
 }
 

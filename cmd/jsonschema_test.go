@@ -208,6 +208,8 @@ func jsonCases(offsets, garbage, fixture string) []jsonCase {
 		{"quarantine list, none", "quarantine list", "quarantine-list", "demo", nil, 0, false},
 		{"repair --dry-run", "repair", "repair", "damaged", []string{"--all-from", "REPLICA", "--dry-run"}, 0, false},
 		{"repair", "repair", "repair", "damaged", []string{"--all-from", "REPLICA"}, 0, false},
+		{"repair of a set that is not quarantined", "repair", "repair", "demo", []string{"customers-0", "--regenerate", "--digest", "sha256:" + strings.Repeat("0", 64)}, 2, false},
+		{"repair of a partition with no compacted set", "repair", "repair", "demo", []string{"orders-0", "--regenerate", "--digest", "sha256:" + strings.Repeat("0", 64)}, 2, false},
 		{"dump --deep", "dump", "dump", "demo", []string{"orders-0", "--deep"}, 0, true},
 		{"dump of the compacted view", "dump", "dump", "demo", []string{"__consumer_offsets-0"}, 0, true},
 		{"import kafka-log", "import kafka-log", "import", "empty", []string{fixture}, 0, false},

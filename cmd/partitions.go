@@ -3,6 +3,7 @@ package cmd
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -41,7 +42,7 @@ func (s *partitionSel) resolve(ctx context.Context, st store.Store, args []strin
 	if s.all {
 		tps, err := layout.ListBindings(ctx, st)
 		if err != nil {
-			return nil, fmt.Errorf("list bindings in %s: %w", st, err)
+			return nil, listBindingsErr(st, err)
 		}
 		if len(tps) == 0 && !s.allowEmpty {
 			return nil, errNoBindings(st)
@@ -158,4 +159,13 @@ func hintFor(err error, tp layout.TopicPartition) string {
 		return fmt.Sprintf("the binding document of %s is corrupt; restore it from a replica (docs/runbooks/restore-from-replica.md)", tp)
 	}
 	return ""
+}
+
+// listBindingsErr is the error of a failed listing of the bindings, naming
+// the store unless the store's error does already.
+func listBindingsErr(st store.Store, err error) error {
+	if strings.Contains(err.Error(), st.String()) {
+		return err
+	}
+	return fmt.Errorf("list bindings in %s: %w", st, err)
 }

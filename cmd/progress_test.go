@@ -49,6 +49,7 @@ func TestProgressDrawsOnStderrTerminal(t *testing.T) {
 		{"verify", []string{"verify", "--all"}, true, "/9, "},
 		{"import", []string{"--store", "mem://progress-import", "import", "kafka-log", "../testdata/kafka/kafka-2.7-compacted/__consumer_offsets-17"}, false, "/611 B, "},
 		{"retention run", []string{"retention", "run", "--all", "--dry-run"}, true, "/9, "},
+		{"status", []string{"status"}, true, "/9, "},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -90,17 +91,19 @@ func TestProgressNotDrawn(t *testing.T) {
 			if strings.Contains(c.name, "environment") {
 				t.Setenv("NEREUSCTL_NO_PROGRESS", "true")
 			}
-			st := demoMem(t)
-			args := append([]string{"checkpoint", "create", "--all"}, c.args...)
-			out, errOut, code := runTTY(t, c.tty, st, args...)
-			if code != 0 {
-				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
-			}
-			if errOut != "" {
-				t.Errorf("stderr not empty:\n%q", errOut)
-			}
-			if strings.Contains(out, "\r") || etaRe.MatchString(out) {
-				t.Errorf("progress on stdout:\n%q", out)
+			for _, command := range [][]string{{"checkpoint", "create", "--all"}, {"status"}} {
+				st := demoMem(t)
+				args := append(command, c.args...)
+				out, errOut, code := runTTY(t, c.tty, st, args...)
+				if code != 0 {
+					t.Fatalf("%s: exit %d\nstdout:\n%s\nstderr:\n%s", command, code, out, errOut)
+				}
+				if errOut != "" {
+					t.Errorf("%s: stderr not empty:\n%q", command, errOut)
+				}
+				if strings.Contains(out, "\r") || etaRe.MatchString(out) {
+					t.Errorf("%s: progress on stdout:\n%q", command, out)
+				}
 			}
 		})
 	}

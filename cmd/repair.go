@@ -139,20 +139,23 @@ func runRepair(cmd *cobra.Command, g *globals, o *repairOptions, args []string) 
 	if r != nil {
 		results = append(results, r)
 	}
-	if rerr := renderRepair(g, results, wasActive); rerr != nil {
+	err = repairExit(err, results)
+	if rerr := renderRepair(g, results, wasActive, err); rerr != nil {
 		return rerr
 	}
-	return repairExit(err, results)
+	return err
 }
 
 // renderRepair prints the results; wasActive says the one partition's
 // coverage was ACTIVE before the run (a rerun of a finished repair).
-func renderRepair(g *globals, rs []*repair.Result, wasActive bool) error {
+// runErr is how the run fails (nil: it does not): -o json carries it as
+// "error", as the error document would.
+func renderRepair(g *globals, rs []*repair.Result, wasActive bool, runErr error) error {
 	if g.json() {
 		if rs == nil {
 			rs = []*repair.Result{}
 		}
-		return writeJSON(g.stdout, repairJSON{SchemaVersion: SchemaVersion, Repairs: rs})
+		return writeJSON(g.stdout, repairJSON{SchemaVersion: SchemaVersion, Repairs: rs, Error: runErrorBody(runErr)})
 	}
 	for _, r := range rs {
 		if wasActive && r.AlreadyGood && !r.Restored {
@@ -250,7 +253,8 @@ func runRepairAllFrom(ctx context.Context, g *globals, st, replica store.Store, 
 		results = append(results, outs[i].rs...)
 		fails.add(outs[i].err)
 	}
-	if rerr := renderRepair(g, results, false); rerr != nil {
+	runErr := fails.err("repair --all-from", len(tps))
+	if rerr := renderRepair(g, results, false, runErr); rerr != nil {
 		return rerr
 	}
 	if len(tps) == 0 && !g.json() {
@@ -261,11 +265,14 @@ func runRepairAllFrom(ctx context.Context, g *globals, st, replica store.Store, 
 			fmt.Fprintf(g.stdout, "%s: error: %v\n", tp, e)
 		}
 	}
-	return fails.err("repair --all-from", len(tps))
+	return runErr
 }
 
 // repairJSON is repair's -o json document (docs/json-output.md).
 type repairJSON struct {
 	SchemaVersion int              `json:"schema_version"`
 	Repairs       []*repair.Result `json:"repairs"`
+	// Error is why the run failed (the exit code's reason), as the error
+	// document's "error"; absent when it did not.
+	Error *errorBody `json:"error,omitempty"`
 }

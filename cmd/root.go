@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -93,6 +94,10 @@ type globals struct {
 	resolved bool
 	// createStore lets the store be created (a missing file:// root).
 	createStore bool
+	// foreignS3Settings lets a file:// store open with an --s3-endpoint
+	// (support-bundle: it is taken when the configuration is wrong, and
+	// reports the endpoint rather than refuse to run).
+	foreignS3Settings bool
 	// deadline is the --timeout context of the command (nil without one)
 	// and cancelDeadline its cancel.
 	deadline       context.Context
@@ -143,6 +148,13 @@ func (g *globals) store(ctx context.Context) (store.Store, error) {
 
 // openStore opens the configured store into g.st.
 func (g *globals) openStore(ctx context.Context) error {
+	if scheme, _, _ := strings.Cut(g.cfg.Store, "://"); strings.EqualFold(scheme, "file") && g.cfg.S3Endpoint != "" && !g.foreignS3Settings {
+		// an endpoint meant for another store: the run would act on the
+		// local directory while the operator thinks of the bucket (a
+		// replica store of another scheme, repair --from, takes the S3
+		// settings for itself)
+		return exitcode.UsageErr(fmt.Errorf("open store %q: --s3-endpoint %s is for s3:// stores; a file:// store takes none (drop it, or give --store s3://BUCKET/PREFIX)", store.RedactURL(g.cfg.Store), store.RedactURL(g.cfg.S3Endpoint)))
+	}
 	g.meter = store.NewMeter(g.cfg.MaxRequestsPerSecond)
 	st, err := openMeteredStore(ctx, g.cfg, g.createStore, g.logger(), g.meter)
 	if err != nil {
@@ -247,14 +259,29 @@ func (g *globals) reportError(root, failed *cobra.Command, args []string, out *t
 	if format == "" || out.n > 0 {
 		return
 	}
-	doc := errorDocument{SchemaVersion: SchemaVersion, Error: errorBody{
-		Code: int(code), Name: code.Name(), Message: msg, Hint: hint,
-	}}
-	doc.Error.Object, doc.Error.Check = errkind.FindingOf(err)
-	if doc.Error.Object == "" {
-		doc.Error.Object = store.KeyOf(err)
-	}
+	doc := errorDocument{SchemaVersion: SchemaVersion, Error: newErrorBody(err, code, msg, hint)}
 	writeJSON(&trackedWriter{w: out.w, yaml: format == "yaml"}, doc)
+}
+
+// newErrorBody is the "error" object of a failed run: the error document's,
+// and the one a command's own document carries when the run fails after it
+// (repair).
+func newErrorBody(err error, code exitcode.Code, msg, hint string) errorBody {
+	b := errorBody{Code: int(code), Name: code.Name(), Message: msg, Hint: hint}
+	b.Object, b.Check = errkind.FindingOf(err)
+	if b.Object == "" {
+		b.Object = store.KeyOf(err)
+	}
+	return b
+}
+
+// runErrorBody is newErrorBody for an error a command returns (nil: none).
+func runErrorBody(err error) *errorBody {
+	if err == nil {
+		return nil
+	}
+	b := newErrorBody(err, exitcode.Of(err), err.Error(), errorHint(err))
+	return &b
 }
 
 // errorDocument is the JSON document of a failed run.
@@ -373,7 +400,21 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 				return exitcode.UsageErr(err)
 			}
 			if err := g.resolve(cmd); err != nil {
-				return err
+				out := cmd.Flags().Lookup("output")
+				if !isVersionRun(cmd) || settingFlagGiven(cmd) || (out.Changed && !slices.Contains([]string{"table", "wide", "json", "yaml"}, out.Value.String())) {
+					return err
+				}
+				// version answers whatever the configuration holds: it is
+				// what an operator runs first when something is wrong.
+				g.cfg = Config{Output: "table"}
+				if o := out.Value.String(); out.Changed && (o == "json" || o == "yaml") {
+					g.cfg.Output = o
+				}
+				if t, ok := g.stdout.(*trackedWriter); ok {
+					t.yaml = g.cfg.Output == "yaml"
+				}
+				fmt.Fprintf(g.stderr, "warning: the configuration is not used: %v\n", err)
+				return nil
 			}
 			g.startDeadline(cmd)
 			return g.startMetrics(cmd)
@@ -397,7 +438,7 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 				return uerr
 			}
 		}
-		return exitcode.UsageErr(err)
+		return exitcode.UsageErr(plainFlagError(err))
 	})
 	f := root.PersistentFlags()
 	f.String("store", DefaultStore, "store URL: file:///dir (embedded default), s3://bucket/prefix, mem://name (env NEREUSCTL_STORE)")
@@ -413,7 +454,7 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 	f.Duration("lease-ttl", lease.DefaultTTL, fmt.Sprintf("how long each partition lease lasts between renewals (renewed every third of it; the work under it stops a quarter of it before its expiry unless a renewal was confirmed); %s to %s", minLeaseTTL, maxLeaseTTL))
 	f.Duration("lease-wait", lease.DefaultWait, "how long a command waits for a partition another job holds (its partition lease) before it reports that partition blocked (exit 4); 0s: not at all")
 	f.Bool("stats", false, "print the store request counts to stderr at the end: store calls by verb, retries, and on s3:// the HTTP requests by method and the bytes sent and received (-o json: one JSON line)")
-	f.BoolP("quiet", "q", false, "print no progress and no tour; errors still go to stderr")
+	f.BoolP("quiet", "q", false, "print no progress, no tour, and no report of a trim that succeeded (a dry run still reports); errors still go to stderr")
 	f.Duration("request-timeout", DefaultRequestTimeout, "cut a store request (HEAD, GET with its body, PUT, DELETE, LIST) that has not finished after this long; it is retried like a transient failure. 0s: no limit")
 	f.Duration("timeout", 0, "end the whole command after this long (exit 1, \"timed out\"); the work done so far is kept and a rerun resumes it. 0s: no limit")
 	f.Bool("no-progress", false, "draw no progress bar (one is drawn on stderr only when stderr is a terminal, never under -o json)")
@@ -432,6 +473,28 @@ guarded, verifiable, idempotent step; every long job can be killed and rerun.` +
 	strictCommands(root)
 	registerCompletions(root, g)
 	return root
+}
+
+// settingFlagGiven reports a setting given as a flag on the command line
+// (but -o and --config): version ignores a broken config file or
+// environment, not a flag the operator typed.
+func settingFlagGiven(cmd *cobra.Command) bool {
+	given := false
+	cmd.Root().PersistentFlags().VisitAll(func(fl *pflag.Flag) {
+		if fl.Changed && isSetting(fl.Name) && fl.Name != "output" {
+			given = true
+		}
+	})
+	return given
+}
+
+// isVersionRun reports `nereusctl version` and `nereusctl --version`.
+func isVersionRun(cmd *cobra.Command) bool {
+	if !cmd.HasParent() {
+		v, _ := cmd.Flags().GetBool("version")
+		return v
+	}
+	return cmd.Name() == "version" && !cmd.Parent().HasParent()
 }
 
 // resolve binds flags, env and the config file into g.cfg, once.
@@ -496,6 +559,11 @@ func (g *globals) resolve(cmd *cobra.Command) error {
 	switch g.cfg.Output {
 	case "table", "wide", "json", "yaml":
 	default:
+		if name, _, _ := strings.Cut(g.cfg.Output, "="); slices.Contains([]string{"jsonpath", "go-template", "template", "custom-columns", "name"}, name) {
+			// kubectl's; the JSON document and jq do that here
+			return exitcode.Wrap(exitcode.Usage, fmt.Errorf("-o %q: nereusctl has no %s output: want table, wide, json or yaml", g.cfg.Output, name),
+				"select fields from -o json with jq, e.g. nereusctl status -o json | jq -r '.partitions[] | .topic + \"-\" + (.partition|tostring)' (docs/json-output.md)")
+		}
 		return exitcode.UsageErr(fmt.Errorf("-o %q: want table, wide, json or yaml", g.cfg.Output))
 	}
 	if t, ok := g.stdout.(*trackedWriter); ok {

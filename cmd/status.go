@@ -95,7 +95,11 @@ func runStatus(cmd *cobra.Command, g *globals, o *statusOptions, args []string) 
 			tps = []layout.TopicPartition{}
 		}
 	}
-	rows, err := status.CollectAt(ctx, st, tps, now, clock, g.parallel())
+	// The partitions' reads are the slow part (on S3 a few round trips
+	// each): a bar on a terminal, as verify and retention draw.
+	prog := g.progress("partitions", int64(len(tps)))
+	rows, err := status.CollectAtProgress(ctx, st, tps, now, clock, g.parallel(), prog.add)
+	prog.done()
 	if err != nil {
 		return err
 	}

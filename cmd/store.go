@@ -81,7 +81,7 @@ func newStoreLsCmd(g *globals) *cobra.Command {
 			}
 			objs, err := st.List(cmd.Context(), prefix)
 			if err != nil {
-				return keyErr(fmt.Errorf("list %q in %s: %w", prefix, st, err))
+				return keyErr(fmt.Errorf("store ls: %w", err))
 			}
 			if g.json() {
 				out := make([]objectJSON, 0, len(objs))

@@ -72,6 +72,7 @@ FILE and renamed into place (mode 0600); an existing FILE is refused.
   nereusctl support-bundle --output /tmp/orders.tar.gz orders-0 orders-1 -o json
   tar -tzf /tmp/nereus-support.tar.gz`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			g.foreignS3Settings = true // it reports a wrong configuration
 			if out.format != "" {
 				g.cfg.Output = out.format
 			}
@@ -168,7 +169,7 @@ func runSupportBundle(cmd *cobra.Command, g *globals, output string, args []stri
 		var out, errb bytes.Buffer
 		// A run of its own (its own store handle, closed when it ends),
 		// on the store and S3 settings this run resolved.
-		child := &globals{stderr: &errb, noMetrics: true}
+		child := &globals{stderr: &errb, noMetrics: true, foreignS3Settings: true}
 		code := execute(ctx, child, append(childFlags(g.cfg), c.args...), &out)
 		what := fmt.Sprintf("nereusctl %s -o json (exit %d)", strings.Join(c.args, " "), code)
 		files = append(files, bundle.File{Name: c.file, What: what, Data: out.Bytes()})

@@ -76,8 +76,8 @@ func runTour(cmd *cobra.Command, g *globals, sum *demo.Summary) error {
 	fmt.Fprintf(w, "log start %d, HW %d, LSO %d%s, %d producers, %d aborted ranges\n", res.State.LogStart, res.State.HW(), res.State.LSO(), held, len(res.State.Producers), len(res.State.Aborted))
 	fmt.Fprintf(w, "state digest %s ... %s\n", res.Digest()[:16], verdict)
 
-	step("What a DeleteRecords trim would do, without doing it", "trim orders-0 --to 1000 --dry-run")
-	to := int64(1000)
+	to := tourTrimTarget(rows)
+	step("What a DeleteRecords trim would do, without doing it", fmt.Sprintf("trim orders-0 --to %d --dry-run", to))
 	r := retention.RunPartition(ctx, st, retention.Request{TP: layout.TopicPartition{Topic: "orders", Partition: 0}, DeleteRecords: &to, NowMs: time.Now().UnixMilli(), DryRun: true})
 	renderPlan(g, r, true)
 
@@ -104,6 +104,22 @@ func runTour(cmd *cobra.Command, g *globals, sum *demo.Summary) error {
 	}
 	fmt.Fprintf(w, "%d partitions, %d bytes hashed, %d findings\n", len(vtps), bytes, findings)
 
-	fmt.Fprintf(w, "\nNext: nereusctl replay %s, nereusctl checkpoint inspect %s, nereusctl dump __consumer_offsets-0 --decoder offsets,\n      nereusctl trim orders-0 --to 1000, nereusctl gc --dry-run, docs/runbooks/\n", tp, tp)
+	fmt.Fprintf(w, "\nNext: nereusctl replay %s, nereusctl checkpoint inspect %s, nereusctl dump __consumer_offsets-0 --decoder offsets,\n      nereusctl trim orders-0 --to %d, nereusctl gc --dry-run, docs/runbooks/\n", tp, tp, to)
 	return nil
+}
+
+// tourTrimTarget is the tour's trim example for orders-0, taken from the
+// data: a quarter of its head, in hundreds when it has that many (1000 of
+// the default demo's 4000), so the example trims whatever --records gave.
+func tourTrimTarget(rows []status.Partition) int64 {
+	for _, r := range rows {
+		if r.Topic == "orders" && r.Partition == 0 {
+			to := r.Head / 4
+			if to >= 100 {
+				to -= to % 100
+			}
+			return to
+		}
+	}
+	return 0
 }

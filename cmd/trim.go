@@ -113,8 +113,12 @@ with exit 2 and nothing is written.` + exitStatusHelp("1 when the request is ref
 			return renderTrimResults(g, o.dryRun, []*retention.Result{r}, false)
 		},
 	}
-	c.Flags().Int64Var(&o.to, "to", 0, "the new log start offset (-1: the HW)")
-	c.Flags().StringVar(&o.before, "before", "", "trim the records before TIME (RFC3339, or ms since the epoch): the new log start is the earliest offset whose timestamp is at or after it")
+	c.Flags().Int64Var(&o.to, "to", 0, "the new log start offset (-1: the HW); this or --before is required")
+	// required (or --before), so it has no default to show: the help and
+	// man pages would print --to=0 as if 0 were taken when it is left out
+	c.Flags().Lookup("to").DefValue = ""
+	_ = c.Flags().SetAnnotation("to", flagPlaceholder, []string{"OFFSET"})
+	c.Flags().StringVar(&o.before, "before", "", "trim the records before TIME (RFC3339, or ms since the epoch): the new log start is the earliest offset whose record timestamp is at or after it")
 	c.Flags().BoolVar(&o.dryRun, "dry-run", false, "print the plan; write nothing")
 	c.Flags().BoolVar(&o.yes, "yes", false, "remove every record without asking when the new log start is the HW")
 	o.clock.add(c, true)
@@ -201,6 +205,11 @@ func renderTrimResults(g *globals, dryRun bool, rs []*retention.Result, kafkaSty
 		}
 	} else {
 		for _, r := range rs {
+			// -q: a real trim reports only its failures (a dry run is
+			// asked for its report).
+			if g.cfg.Quiet && !dryRun && r.OK() {
+				continue
+			}
 			renderPlan(g, r, dryRun)
 		}
 	}

@@ -245,19 +245,22 @@ type verifyTally struct {
 	hashed                    int64
 	code                      exitcode.Code
 	firstFinding              verify.Finding
-	scopes                    map[string]bool
-	scopeOrder                []string
-	firstBlocked              string
-	firstErr                  error
-	known                     map[layout.TopicPartition]string
-	verified                  []metrics.VerifiedPartition
-	findingsByCheck           map[string]int
-	proof                     *proofTotals
-	n                         int
+	// hints are the findings' hints so far, one per kind (hintSeen);
+	// proofFindings: a proof finding was met (proofHint)
+	hints           []string
+	hintSeen        map[string]bool
+	proofFindings   bool
+	firstBlocked    string
+	firstErr        error
+	known           map[layout.TopicPartition]string
+	verified        []metrics.VerifiedPartition
+	findingsByCheck map[string]int
+	proof           *proofTotals
+	n               int
 }
 
 func newVerifyTally() *verifyTally {
-	return &verifyTally{code: exitcode.OK, scopes: map[string]bool{}, known: map[layout.TopicPartition]string{}, findingsByCheck: map[string]int{}}
+	return &verifyTally{code: exitcode.OK, hintSeen: map[string]bool{}, known: map[layout.TopicPartition]string{}, findingsByCheck: map[string]int{}}
 }
 
 func (t *verifyTally) take(tp layout.TopicPartition, r *verify.Report, leaseErr error) {
@@ -265,13 +268,21 @@ func (t *verifyTally) take(tp layout.TopicPartition, r *verify.Report, leaseErr 
 	t.known[tp] = r.StreamID
 	t.findings += len(r.Findings)
 	t.hashed += r.BytesHashed
+	coverage := ""
+	switch {
+	case r.Quarantined:
+		coverage = health.HintCoverageQuarantined
+	case r.WouldQuarantine:
+		coverage = health.HintCoverageReadOnly
+	}
 	for _, f := range r.Findings {
 		if t.firstFinding.Check == "" {
 			t.firstFinding = f
 		}
-		if !t.scopes[f.Scope] {
-			t.scopes[f.Scope] = true
-			t.scopeOrder = append(t.scopeOrder, f.Scope)
+		if f.Scope == verify.ScopeProof {
+			t.proofFindings = true
+		} else {
+			t.hints = append(t.hints, health.Hints([]health.Finding{f}, coverage, t.hintSeen)...)
 		}
 		t.findingsByCheck[f.Check]++
 	}
@@ -475,7 +486,7 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 			return exitcode.Wrap(exitcode.Verify, fmt.Errorf("verify: %d findings; first: store: %s check failed on %s: %s", findings, f.Check, f.Object, f.Detail), health.HintFor(f))
 		}
 		f := t.firstFinding
-		return exitcode.Wrap(exitcode.Verify, fmt.Errorf("verify: %d findings; first: %s: %s check failed on %s: %s", findings, f.Partition, f.Check, f.Object, f.Detail), verifyHint(t.scopeOrder))
+		return exitcode.Wrap(exitcode.Verify, fmt.Errorf("verify: %d findings; first: %s: %s check failed on %s: %s", findings, f.Partition, f.Check, f.Object, f.Detail), t.hint(storeFindings))
 	case exitcode.Blocked:
 		return exitcode.BlockedErr(fmt.Errorf("verify: %d partition(s) blocked; first: %s", t.blocked, t.firstBlocked), "repair quarantined coverage with 'nereusctl repair TOPIC-PARTITION --digest sha256:...' (see 'nereusctl quarantine list'); restore a binding whose mandatory coverage is missing from a replica (docs/runbooks/coordinator-blocked.md)")
 	}
@@ -485,25 +496,18 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 // proofHint is the operator's next step for proof findings.
 const proofHint = "prove the objects with 'nereusctl verify --all --deep --incremental' (a budget spreads it over nights: docs/runbooks/prove-the-store-weekly.md); a damaged proof ledger is rebuilt by that run"
 
-// verifyHint is the hint of the findings' scopes, in the order first met.
-func verifyHint(scopes []string) string {
-	var data []string
-	proof := false
-	for _, s := range scopes {
-		if s == verify.ScopeProof {
-			proof = true
-			continue
-		}
-		data = append(data, s)
+// hint is the hint of the run's findings: one per kind of finding
+// (health.HintFor, in the order first met), a damaged compacted set's
+// saying what the run did about it (quarantined it, or would have,
+// read-only), then the store's findings', then proofHint for proof
+// findings.
+func (t *verifyTally) hint(storeFindings []health.Finding) string {
+	hints := append([]string(nil), t.hints...)
+	hints = append(hints, health.Hints(storeFindings, "", t.hintSeen)...)
+	if t.proofFindings {
+		hints = append(hints, proofHint)
 	}
-	h := exitcode.FindingHint(data...)
-	if proof {
-		if h != "" {
-			h += "; "
-		}
-		h += proofHint
-	}
-	return h
+	return strings.Join(hints, "; ")
 }
 
 // verifyOut prints a verify run as its partitions finish, in the order

@@ -8,7 +8,6 @@ package exitcode
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"github.com/nereusctl/nereusctl/internal/errkind"
 )
@@ -139,45 +138,6 @@ const (
 	// RunbookBlocked: quarantined compacted coverage.
 	RunbookBlocked = "docs/runbooks/coordinator-blocked.md"
 )
-
-// The finding scopes of docs/json-output.md ("verify"), as FindingHint
-// reads them.
-const (
-	scopeCoverage   = "compacted-coverage"
-	scopeCheckpoint = "checkpoint"
-)
-
-// FindingHint is the hint for verification findings in the given scopes
-// (verify's "scope" field): each failed check points to its own runbook,
-// and only quarantined coverage to 'nereusctl quarantine list'. Repeated
-// scopes count once; the hints keep the order of the scopes' first
-// appearance, joined with "; ".
-func FindingHint(scopes ...string) string {
-	var out []string
-	seen := map[string]bool{}
-	for _, s := range scopes {
-		h := scopeHint(s)
-		if h == "" || seen[h] {
-			continue
-		}
-		seen[h] = true
-		out = append(out, h)
-	}
-	return strings.Join(out, "; ")
-}
-
-func scopeHint(scope string) string {
-	switch scope {
-	case "":
-		return ""
-	case scopeCoverage:
-		return "a compacted set is quarantined: see 'nereusctl quarantine list' and " + RunbookBlocked
-	case scopeCheckpoint:
-		return "replay skips a damaged checkpoint (a longer restart): create a new one with 'nereusctl checkpoint create', see " + RunbookSlowRestart
-	}
-	// committed, binding, stream, open-segment: stored bytes a replica has
-	return "restore the missing or damaged objects from a replica: see " + RunbookRestore
-}
 
 // ListMax is how many items a one-line list in a message shows.
 const ListMax = errkind.ListMax

@@ -95,32 +95,6 @@ func TestHintOfSearchesTheTree(t *testing.T) {
 
 // Each failed check points to its own runbook; only coverage names
 // 'quarantine list'; a scope repeated counts once.
-func TestFindingHint(t *testing.T) {
-	for scope, want := range map[string]string{
-		"committed":          RunbookRestore,
-		"binding":            RunbookRestore,
-		"stream":             RunbookRestore,
-		"open-segment":       RunbookRestore,
-		"checkpoint":         RunbookSlowRestart,
-		"compacted-coverage": RunbookBlocked,
-	} {
-		h := FindingHint(scope, scope)
-		if !strings.HasSuffix(h, want) || strings.Count(h, "docs/runbooks/") != 1 {
-			t.Errorf("FindingHint(%q) = %q, want one pointer to %s", scope, h, want)
-		}
-		if strings.Contains(h, "quarantine list") != (scope == "compacted-coverage") {
-			t.Errorf("FindingHint(%q) = %q: 'quarantine list' is for coverage only", scope, h)
-		}
-	}
-	h := FindingHint("committed", "checkpoint", "stream")
-	if !strings.Contains(h, RunbookRestore+"; ") || !strings.HasSuffix(h, RunbookSlowRestart) {
-		t.Errorf("FindingHint(mixed) = %q", h)
-	}
-	if FindingHint() != "" || FindingHint("") != "" {
-		t.Error("a hint without findings")
-	}
-}
-
 func TestListTruncates(t *testing.T) {
 	items := make([]string, 250008)
 	for i := range items {

@@ -260,8 +260,29 @@ const (
 // HintBlocked is the hint for a blocked partition.
 const HintBlocked = "see 'nereusctl quarantine list' and " + RunbookBlocked
 
-// HintFor is the operator hint for one finding, chosen from its scope and
-// check: each kind of finding has its own.
+// The hints of the finding kinds HintFor tells apart.
+const (
+	hintCoverage       = "a compacted set is damaged: 'nereusctl verify TOPIC-PARTITION' quarantines it (the coordinator is then blocked), 'nereusctl repair TOPIC-PARTITION --digest sha256:...' mends it (the digests: 'nereusctl quarantine list'); see " + RunbookBlocked
+	hintManifest       = "a generation manifest is damaged or missing: restore it from a replica; see " + RunbookRestore
+	hintObjects        = "committed objects are missing or damaged: restore them from a replica; see " + RunbookRestore
+	hintOpenSegment    = "the open segment's objects do not reach the head back to back (a hole or two chains): restore the missing objects from a replica; see " + RunbookRestore
+	hintBinding        = "the binding document does not decode or validate: restore it from a replica; see " + RunbookRestore
+	hintStreamHead     = "the stream head is missing or damaged: restore head.json from a replica; see " + RunbookRestore
+	hintCheckpoint     = "replay skips a damaged checkpoint (a longer restart): create a new one with 'nereusctl checkpoint create TOPIC-PARTITION', see " + RunbookSlowRestart
+	hintCheckpointRef  = "the binding's checkpoint_ref does not match the checkpoint it names: 'nereusctl checkpoint create TOPIC-PARTITION' writes a checkpoint at the head and points the binding at it; see " + RunbookSlowRestart
+	hintCheckpointAnch = "the object a checkpoint is anchored on is missing or not the one it recorded: run 'nereusctl verify TOPIC-PARTITION' for the stream's objects, then create a new checkpoint; see " + RunbookSlowRestart
+)
+
+// HintCoverageQuarantined is the hint for a damaged compacted set that the
+// run (verify) has just quarantined.
+const HintCoverageQuarantined = "the damaged compacted set is quarantined now (the coordinator is blocked until repair): repair it with 'nereusctl repair TOPIC-PARTITION --digest sha256:...' (the digests: 'nereusctl quarantine list'); see " + RunbookBlocked
+
+// HintCoverageReadOnly is the hint for a damaged compacted set that a
+// read-only verify did not quarantine.
+const HintCoverageReadOnly = "a compacted set is damaged (read-only: not quarantined, the coordinator still serves it): run 'nereusctl verify TOPIC-PARTITION' without --read-only to quarantine it, then repair it; see " + RunbookBlocked
+
+// HintFor is the operator hint for one finding, chosen from its check and
+// scope: each kind of finding has its own (docs/json-output.md, "verify").
 func HintFor(f Finding) string {
 	switch f.Check {
 	case CheckOrphanStream:
@@ -278,19 +299,50 @@ func HintFor(f Finding) string {
 		return "mandatory compacted coverage is missing: restore the binding's coverage from a replica; see " + RunbookBlocked
 	case CheckInvariant:
 		return "stored documents contradict each other: restore the binding or head from a replica; see " + RunbookUnhealthy
-	case CheckKind, CheckManifest, CheckCommittedGap:
-		if f.Scope == ScopeCoverage {
-			return "a compacted set is damaged: see 'nereusctl quarantine list' and " + RunbookBlocked
+	case CheckBinding:
+		return hintBinding
+	case CheckStreamHead:
+		return hintStreamHead
+	case CheckChain:
+		return hintOpenSegment
+	case CheckCheckpoint + ":binding-ref":
+		return hintCheckpointRef
+	case CheckCheckpoint + ":anchor-object":
+		return hintCheckpointAnch
+	}
+	switch {
+	case f.Scope == ScopeCoverage:
+		return hintCoverage
+	case f.Scope == ScopeCheckpoint || strings.HasPrefix(f.Check, CheckCheckpoint+":"):
+		return hintCheckpoint
+	case f.Check == CheckKind || f.Check == CheckManifest || f.Check == CheckCommittedGap:
+		return hintManifest
+	case f.Scope == ScopeBinding:
+		return hintBinding
+	case f.Scope == ScopeStream && f.Check == CheckHead:
+		return hintStreamHead
+	}
+	return hintObjects
+}
+
+// Hints joins the hints of findings, one per kind of finding in the order
+// of their first appearance ("; "), leaving out those in seen (and adding
+// the ones it returns to it). coverage, when not "", replaces the hint of a
+// damaged compacted set: what the run did about it (HintCoverageQuarantined,
+// HintCoverageReadOnly).
+func Hints(fs []Finding, coverage string, seen map[string]bool) []string {
+	var out []string
+	for _, f := range fs {
+		h := HintFor(f)
+		if coverage != "" && h == hintCoverage {
+			h = coverage
 		}
-		return "a generation manifest is damaged or missing: restore it from a replica; see " + RunbookRestore
+		if !seen[h] {
+			seen[h] = true
+			out = append(out, h)
+		}
 	}
-	switch f.Scope {
-	case ScopeCoverage:
-		return "a compacted set is damaged: see 'nereusctl quarantine list' and " + RunbookBlocked
-	case ScopeCheckpoint:
-		return "replay skips a damaged checkpoint (a longer restart): create a new one with 'nereusctl checkpoint create', see " + RunbookSlowRestart
-	}
-	return "restore the missing or damaged objects from a replica: see " + RunbookRestore
+	return out
 }
 
 // Manifest is a generation manifest as read: the document and the SHA-256

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -26,56 +27,55 @@ const MaxOffsetJSONBytes = 16 << 20
 
 // ParseOffsetJSON parses kafka-delete-records.sh's input
 // (tools/.../DeleteRecordsCommand.java): {"partitions": [{"topic": "t",
-// "partition": 0, "offset": N}], "version": 1}. Every field is required,
-// unknown versions are refused, and duplicate partitions are an error.
+// "partition": 0, "offset": N}], "version": 1}. Keys are case-sensitive,
+// as Kafka's JSON reader's are ("Offset" is not "offset"); every field of a
+// partition entry is required and a key a partition entry does not have is
+// refused (a typo would otherwise trim at another offset, or not at all);
+// unknown top-level keys are ignored, as DeleteRecordsCommand does (DRC,
+// T23 in docs/kafka-retention-rules.md). Unknown versions are refused, and
+// duplicate partitions are an error.
 func ParseOffsetJSON(data []byte) ([]DeleteTarget, error) {
-	var doc struct {
-		Version    *int `json:"version"`
-		Partitions *[]struct {
-			Topic     *string `json:"topic"`
-			Partition *int32  `json:"partition"`
-			Offset    *int64  `json:"offset"`
-		} `json:"partitions"`
-	}
-	// Unknown fields are ignored, as DeleteRecordsCommand does (DRC, T23 in
-	// docs/kafka-retention-rules.md).
+	var top map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("offset JSON: %s", plainJSONError(err))
+	if err := dec.Decode(&top); err != nil {
+		return nil, fmt.Errorf("offset JSON: %s", plainJSONError(err, ""))
 	}
 	if dec.More() {
 		return nil, errors.New("offset JSON: trailing data after the document")
 	}
-	// "version" is optional and defaults to 1; any other value is refused.
-	if doc.Version != nil && *doc.Version != 1 {
-		return nil, fmt.Errorf(`offset JSON: not supported version field value %d (want 1)`, *doc.Version)
+	if top == nil {
+		return nil, errors.New(`offset JSON: the document is null; want an object {"version": 1, "partitions": [...]}`)
 	}
-	if doc.Partitions == nil {
+	// "version" is optional and defaults to 1; any other value is refused.
+	if raw, ok := top["version"]; ok && !isNull(raw) {
+		var v int
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, fmt.Errorf("offset JSON: %s", plainJSONError(err, "version"))
+		}
+		if v != 1 {
+			return nil, fmt.Errorf(`offset JSON: not supported version field value %d (want 1)`, v)
+		}
+	}
+	rawParts, ok := top["partitions"]
+	if !ok || isNull(rawParts) {
 		return nil, errors.New(`offset JSON: missing partitions field`)
+	}
+	var parts []json.RawMessage
+	if err := json.Unmarshal(rawParts, &parts); err != nil {
+		return nil, fmt.Errorf("offset JSON: %s", plainJSONError(err, "partitions"))
 	}
 	var out []DeleteTarget
 	seen := map[layout.TopicPartition]int{}
 	var dups []string
-	for i, p := range *doc.Partitions {
-		switch {
-		case p.Topic == nil:
-			return nil, fmt.Errorf(`offset JSON: partitions[%d]: missing "topic"`, i)
-		case p.Partition == nil:
-			return nil, fmt.Errorf(`offset JSON: partitions[%d]: missing "partition"`, i)
-		case p.Offset == nil:
-			return nil, fmt.Errorf(`offset JSON: partitions[%d]: missing "offset"`, i)
+	for i, rawEntry := range parts {
+		t, err := parseOffsetEntry(i, rawEntry)
+		if err != nil {
+			return nil, fmt.Errorf("offset JSON: %w", err)
 		}
-		if err := kafka.ValidateTopic(*p.Topic); err != nil {
-			return nil, fmt.Errorf("offset JSON: partitions[%d]: %w", i, err)
+		if seen[t.TP]++; seen[t.TP] == 2 {
+			dups = append(dups, t.TP.String())
 		}
-		if *p.Partition < 0 {
-			return nil, fmt.Errorf("offset JSON: partitions[%d]: partition %d is negative", i, *p.Partition)
-		}
-		tp := layout.TopicPartition{Topic: *p.Topic, Partition: *p.Partition}
-		if seen[tp]++; seen[tp] == 2 {
-			dups = append(dups, tp.String())
-		}
-		out = append(out, DeleteTarget{TP: tp, Offset: *p.Offset})
+		out = append(out, t)
 	}
 	if len(dups) > 0 {
 		sort.Strings(dups)
@@ -87,28 +87,76 @@ func ParseOffsetJSON(data []byte) ([]DeleteTarget, error) {
 	return out, nil
 }
 
+// offsetEntryKeys are the keys of a partition entry, in the order messages
+// name them.
+var offsetEntryKeys = []string{"topic", "partition", "offset"}
+
+// parseOffsetEntry reads partitions[i]: exactly the keys topic, partition
+// and offset, each of its type.
+func parseOffsetEntry(i int, raw json.RawMessage) (DeleteTarget, error) {
+	at := fmt.Sprintf("partitions[%d]", i)
+	var entry map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &entry); err != nil {
+		return DeleteTarget{}, errors.New(plainJSONError(err, at))
+	}
+	if entry == nil {
+		return DeleteTarget{}, fmt.Errorf("%s is null; want an object {\"topic\": ..., \"partition\": ..., \"offset\": ...}", at)
+	}
+	keys := make([]string, 0, len(entry))
+	for k := range entry {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !slices.Contains(offsetEntryKeys, k) {
+			return DeleteTarget{}, fmt.Errorf("%s: unknown key %q (the keys are topic, partition and offset, in lower case)", at, k)
+		}
+	}
+	for _, k := range offsetEntryKeys {
+		if v, ok := entry[k]; !ok || isNull(v) {
+			return DeleteTarget{}, fmt.Errorf("%s: missing %q", at, k)
+		}
+	}
+	var topic string
+	var partition int32
+	var offset int64
+	if err := json.Unmarshal(entry["topic"], &topic); err != nil {
+		return DeleteTarget{}, errors.New(plainJSONError(err, at+".topic"))
+	}
+	if err := json.Unmarshal(entry["partition"], &partition); err != nil {
+		return DeleteTarget{}, errors.New(plainJSONError(err, at+".partition"))
+	}
+	if err := json.Unmarshal(entry["offset"], &offset); err != nil {
+		return DeleteTarget{}, errors.New(plainJSONError(err, at+".offset"))
+	}
+	if err := kafka.ValidateTopic(topic); err != nil {
+		return DeleteTarget{}, fmt.Errorf("%s: %w", at, err)
+	}
+	if partition < 0 {
+		return DeleteTarget{}, fmt.Errorf("%s: partition %d is negative", at, partition)
+	}
+	return DeleteTarget{TP: layout.TopicPartition{Topic: topic, Partition: partition}, Offset: offset}, nil
+}
+
+func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
 // plainJSONError says what is wrong with an offset JSON file in the terms
-// of the file (a field path and the JSON types), never Go's.
-func plainJSONError(err error) string {
+// of the file (the path of the value, here at, and the JSON types), never
+// Go's.
+func plainJSONError(err error, at string) string {
 	var te *json.UnmarshalTypeError
 	var se *json.SyntaxError
 	switch {
-	case errors.As(err, &te) && te.Field == "":
+	case errors.As(err, &te) && at == "":
 		return fmt.Sprintf("the document is a JSON %s; want an object {\"version\": 1, \"partitions\": [...]}", te.Value)
 	case errors.As(err, &te):
-		return fmt.Sprintf("%s is a JSON %s; want %s", jsonPath(te.Field), te.Value, jsonKind(te.Type.Kind()))
+		return fmt.Sprintf("%s is a JSON %s; want %s", at, te.Value, jsonKind(te.Type.Kind()))
 	case errors.As(err, &se):
 		return fmt.Sprintf("malformed JSON at byte %d: %s", se.Offset, strings.TrimPrefix(se.Error(), "json: "))
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return "malformed JSON: the document ends early"
 	}
 	return "malformed JSON: " + strings.TrimPrefix(err.Error(), "json: ")
-}
-
-// jsonPath turns encoding/json's field path ("partitions.offset") into the
-// file's ("partitions[].offset").
-func jsonPath(field string) string {
-	return strings.Replace(field, "partitions.", "partitions[].", 1)
 }
 
 func jsonKind(k reflect.Kind) string {

@@ -79,6 +79,9 @@ func Open(ctx context.Context, rawURL string, opt OpenOptions) (Store, error) {
 		if u.Host == "" {
 			return nil, fmt.Errorf("open store %q: no bucket", shown)
 		}
+		if err := checkBucketName(u.Host); err != nil {
+			return nil, fmt.Errorf("open store %q: %w", shown, err)
+		}
 		return NewS3(ctx, S3Config{
 			Bucket:    u.Host,
 			Prefix:    strings.Trim(u.Path, "/"),
@@ -93,6 +96,28 @@ func Open(ctx context.Context, rawURL string, opt OpenOptions) (Store, error) {
 		return openMem(rest), nil
 	}
 	return nil, fmt.Errorf("open store %q: unknown scheme %q (want file, s3 or mem)", shown, scheme)
+}
+
+// checkBucketName applies S3's bucket naming rules (3 to 63 characters:
+// lower-case letters, digits, '.' and '-', starting and ending with a
+// letter or a digit), so a name no request could reach is refused before
+// any is sent; "Orders" would otherwise fail every request, each retried.
+func checkBucketName(b string) error {
+	if len(b) < 3 || len(b) > 63 {
+		return fmt.Errorf("bucket %q: want 3 to 63 characters", b)
+	}
+	for i := 0; i < len(b); i++ {
+		c := b[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case (c == '.' || c == '-') && i > 0 && i < len(b)-1:
+		case c >= 'A' && c <= 'Z':
+			return fmt.Errorf("bucket %q: S3 bucket names are lower case (%q)", b, strings.ToLower(b))
+		default:
+			return fmt.Errorf("bucket %q: want lower-case letters, digits, '.' and '-', starting and ending with a letter or a digit", b)
+		}
+	}
+	return nil
 }
 
 // isLocalPath reports the path part of a file:// URL that names no host:

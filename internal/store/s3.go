@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -245,6 +246,13 @@ func checkEndpoint(raw string, allowHTTP bool) (*url.URL, error) {
 	}
 	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
 		return nil, fmt.Errorf("s3 endpoint %q: no query or fragment allowed", RedactURL(raw))
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.ParseUint(p, 10, 16); err != nil || n == 0 {
+			return nil, fmt.Errorf("s3 endpoint %q: port %s: want 1 to 65535", RedactURL(raw), p)
+		}
+	} else if strings.HasSuffix(u.Host, ":") {
+		return nil, fmt.Errorf("s3 endpoint %q: an empty port: want host or host:port", RedactURL(raw))
 	}
 	if u.Path != "" && u.Path != "/" {
 		return nil, fmt.Errorf("s3 endpoint %q: no path allowed (the bucket and prefix go in --store s3://BUCKET/PREFIX)", RedactURL(raw))

@@ -159,6 +159,28 @@ type Plan struct {
 // Finding is one failed check (health.Finding).
 type Finding = health.Finding
 
+// ntc2Finding is the finding of an NTC2 object's own check: crc and sha256
+// keep their names, the rest are structure findings whose detail names
+// the NTC2 check; the block, when there is one, leads the detail ("block
+// 3: …"; a whole-object check names none).
+func ntc2Finding(f func(check, expected, found, detail string) Finding, x ntc2.Finding) Finding {
+	check := CheckStructure
+	switch x.Check {
+	case ntc2.CheckCRC:
+		check = CheckCRC
+	case ntc2.CheckSHA256:
+		check = CheckSHA256
+	}
+	detail := x.Detail
+	if check == CheckStructure && x.Check != ntc2.CheckStructure {
+		detail = x.Check + ": " + detail
+	}
+	if x.Block >= 0 {
+		detail = fmt.Sprintf("block %d: %s", x.Block, detail)
+	}
+	return f(check, "", "", detail)
+}
+
 // Report is one partition's outcome.
 type Report struct {
 	Partition string `json:"partition"`
@@ -816,11 +838,7 @@ func checkObjectBytes(ctx context.Context, st store.Store, t target, listed *str
 			return append(fs, f(CheckStructure, "NTC2", "unreadable", err.Error())), int64(len(data)), buf, true
 		}
 		for _, x := range r.Verify() {
-			check := CheckStructure
-			if x.Check == "crc" {
-				check = CheckCRC
-			}
-			fs = append(fs, f(check, "", "", fmt.Sprintf("block %d: %s: %s", x.Block, x.Check, x.Detail)))
+			fs = append(fs, ntc2Finding(f, x))
 		}
 	} else {
 		sc := kafka.NewScannerVerify(data)

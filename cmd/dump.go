@@ -224,6 +224,11 @@ func runDump(cmd *cobra.Command, g *globals, opt dumplog.Options, arg string, ra
 		return exitcode.BlockedErr(fmt.Errorf("dump %s: %w: %s", b.Name(), layout.ErrBlocked, hrep.BlockedReason), "nothing is served from COMMITTED data compaction superseded; see docs/runbooks/coordinator-blocked.md")
 	}
 	if err := runDumpSource(cmd, g, opt, b, raw, c); err != nil {
+		if herr := hrep.Err(); herr != nil && exitcode.HintOf(err) == "" && ctx.Err() == nil {
+			// the dump stopped at what the health check had found (a
+			// manifest that does not decode): its hint says what to do
+			return exitcode.Wrap(exitcode.Of(err), err, exitcode.HintOf(herr))
+		}
 		return err
 	}
 	return healthErr("dump", hrep)

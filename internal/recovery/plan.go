@@ -61,17 +61,13 @@ func PlanReplay(ctx context.Context, st store.Store, b *layout.Binding) (*Plan, 
 		return nil, fmt.Errorf("replay plan: %w", err)
 	}
 	counter := store.NewCounter(st)
-	h, _, err := layout.LoadHead(ctx, counter, b.StreamID)
+	// The head and the listing as the replay reads them (the same reads
+	// ahead, so the same requests).
+	h, lister, err := openStream(ctx, counter, b, false)
 	if err != nil {
-		return nil, fmt.Errorf("replay plan %s: read head: %w", b.Name(), err)
+		return nil, fmt.Errorf("plan: %w", err)
 	}
-	if err := layout.CheckInvariants(b, h); err != nil {
-		return nil, fmt.Errorf("replay plan %s: %w", b.Name(), err)
-	}
-	lister := NewObjects(ctx, counter, b.StreamID)
-	if err := lister.Prefetch(); err != nil {
-		return nil, fmt.Errorf("replay plan %s: %w", b.Name(), err)
-	}
+	defer lister.wait()
 	p := &Plan{Head: h.Head, Trim: h.Trim, Skipped: []Candidate{}, Start: "checkpoint"}
 	var part *state.Partition
 	lastGen := int64(-1)
@@ -164,6 +160,7 @@ func PlanReplay(ctx context.Context, st store.Store, b *layout.Binding) (*Plan, 
 		return nil, fmt.Errorf("replay plan %s: %w", b.Name(), err)
 	}
 	p.Health = rep
+	lister.wait() // every read ahead counted
 	p.PlanRequests = counter.Total()
 	p.Requests = p.PlanRequests + int64(p.Objects)
 	return p, nil

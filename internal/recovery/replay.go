@@ -209,47 +209,12 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 	if err := b.CheckNotBlocked(); err != nil {
 		return nil, fmt.Errorf("replay: %w", err)
 	}
-	// Reads that do not depend on one another go out together (on S3 each
-	// round of requests costs the store's latency): the checkpoint the
-	// binding names is read while the head is (an immutable object: no
-	// order to keep); the stream's listing follows the head (an object
-	// below the head is written before the head moves past it), and with
-	// it the object ranges the checkpoint's state knows and the object
-	// its anchor names. Everything read ahead is checked where it is used,
-	// as if read there; what a replay does not use (a checkpoint found
-	// damaged, or not the newest) only cost a request.
-	lister := NewObjects(ctx, st, b.StreamID)
-	defer lister.wait()
-	spec := ""
-	if !opt.Full && b.CheckpointRef != nil && b.CheckpointRef.Key != "" {
-		spec = b.CheckpointRef.Key
-		lister.getAhead(spec, MaxCheckpointBytes)
-	}
-	// 1. Read the head.
-	h, _, err := layout.LoadHead(ctx, st, b.StreamID)
+	// 1. Read the head and list the stream.
+	h, lister, err := openStream(ctx, st, b, opt.Full)
 	if err != nil {
-		return nil, fmt.Errorf("replay %s: read head: %w", b.Name(), err)
+		return nil, err
 	}
-	// The binding and the head must agree (observed log start <= trim <=
-	// head, coverage within the stream, the checkpoint reference at or
-	// below the head) before anything is derived from them.
-	if err := layout.CheckInvariants(b, h); err != nil {
-		return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
-	}
-	floor, splits := int64(-1), []int64(nil)
-	if p := lister.peek(spec); p != nil {
-		if _, cp, err := p.checkpoint(); err == nil && cp.Anchor.Offset <= h.Head && cp.Anchor.StreamID == b.StreamID {
-			if floor = listFloor(cp.State, h.Trim); floor >= 0 {
-				splits = knownBases(cp.State, floor)
-			}
-			if cp.Anchor.ObjectKey != "" {
-				lister.getAhead(cp.Anchor.ObjectKey, 0)
-			}
-		}
-	}
-	if err := lister.PrefetchFrom(floor, splits); err != nil {
-		return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
-	}
+	defer lister.wait()
 	res := &Result{Binding: b, Head: *h, Full: opt.Full}
 
 	// 2-4. Choose, verify and hydrate a checkpoint.
@@ -668,6 +633,54 @@ func chooseKey(ctx context.Context, st store.Store, b *layout.Binding, h *layout
 		return []Candidate{c}, 0, ck.Checkpoint, nil
 	}
 	return []Candidate{{Key: key, Status: "skipped", Reason: ReasonObject, Detail: "the binding's import genesis checkpoint is not in the stream's listing"}}, -1, nil, nil
+}
+
+// openStream is replay's first step: the head, checked against the binding,
+// and the stream's listing. Reads that do not depend on one another go out
+// together (on S3 each round of requests costs the store's latency): the
+// checkpoint the binding names is read while the head is (an immutable
+// object: no order to keep); the stream's listing follows the head (an
+// object below the head is written before the head moves past it), and
+// with it the object ranges the checkpoint's state knows and the object its
+// anchor names. Everything read ahead is checked where it is used, as if
+// read there; what a replay does not use (a checkpoint found damaged, or
+// not the newest) only cost a request. full reads no checkpoint ahead. The
+// caller waits for the reads ahead (lister.wait) before it returns.
+func openStream(ctx context.Context, st store.Store, b *layout.Binding, full bool) (*layout.Head, *Objects, error) {
+	lister := NewObjects(ctx, st, b.StreamID)
+	spec := ""
+	if !full && b.CheckpointRef != nil && b.CheckpointRef.Key != "" {
+		spec = b.CheckpointRef.Key
+		lister.getAhead(spec, MaxCheckpointBytes)
+	}
+	h, _, err := layout.LoadHead(ctx, st, b.StreamID)
+	if err != nil {
+		lister.wait()
+		return nil, nil, fmt.Errorf("replay %s: read head: %w", b.Name(), err)
+	}
+	// The binding and the head must agree (observed log start <= trim <=
+	// head, coverage within the stream, the checkpoint reference at or
+	// below the head) before anything is derived from them.
+	if err := layout.CheckInvariants(b, h); err != nil {
+		lister.wait()
+		return nil, nil, fmt.Errorf("replay %s: %w", b.Name(), err)
+	}
+	floor, splits := int64(-1), []int64(nil)
+	if p := lister.peek(spec); p != nil {
+		if _, cp, err := p.checkpoint(); err == nil && cp.Anchor.Offset <= h.Head && cp.Anchor.StreamID == b.StreamID {
+			if floor = listFloor(cp.State, h.Trim); floor >= 0 {
+				splits = knownBases(cp.State, floor)
+			}
+			if cp.Anchor.ObjectKey != "" {
+				lister.getAhead(cp.Anchor.ObjectKey, 0)
+			}
+		}
+	}
+	if err := lister.PrefetchFrom(floor, splits); err != nil {
+		lister.wait()
+		return nil, nil, fmt.Errorf("replay %s: %w", b.Name(), err)
+	}
+	return h, lister, nil
 }
 
 // Check runs the checks of docs/design.md §6 steps 2-3 on one checkpoint object and

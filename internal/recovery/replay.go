@@ -215,183 +215,19 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 		return nil, err
 	}
 	defer lister.wait()
-	res := &Result{Binding: b, Head: *h, Full: opt.Full}
-
+	r := &replayer{st: st, b: b, h: h, opt: opt, lister: lister, lastGen: -1,
+		res: &Result{Binding: b, Head: *h, Full: opt.Full, Sources: map[int64]string{}}}
 	// 2-4. Choose, verify and hydrate a checkpoint.
-	var part *state.Partition
-	var lastGen int64 = -1
-	res.Sources = map[int64]string{}
-	hydrate := func(cands []Candidate, chosen int, cp *nkc1.Checkpoint) {
-		res.Candidates = cands
-		if chosen < 0 {
-			return
-		}
-		c := cands[chosen]
-		res.Chosen = &c
-		part = cp.State
-		// A checkpoint made before the final time-index entry rule
-		// (state.CompleteSealedTimeIndexes) is read as today's rules
-		// derive it.
-		part.CompleteSealedTimeIndexes()
-		if cp.Clock != nil {
-			res.CheckpointClock = *cp.Clock
-		}
-		// ProducerStateManager.loadFromSnapshot: a producer expired at the
-		// clock is not loaded.
-		res.expire(part, opt.Clock)
-		res.HeadObject, res.HeadObjectSHA256 = cp.Anchor.ObjectKey, cp.Anchor.ObjectSHA256
-		res.known = knownManifests(cp)
-		_, lastGen = part.SealedEnd()
-		lastGen = max(lastGen, maxSourceGen(cp.Coverage.Sources))
-		for _, s := range cp.Coverage.Sources {
-			res.Sources[s.Gen] = s.ManifestSHA256
-		}
-	}
-	if !opt.Full {
-		cands, chosen, cp, err := choose(ctx, st, b, h, lister, true, opt.MaxAnchor)
-		if err != nil {
-			return nil, err
-		}
-		hydrate(cands, chosen, cp)
-	}
-	// No hole between the durable trim and the head, on every path.
-	if err := checkRetained(lister, b, h, part); err != nil {
+	if err := r.startState(ctx); err != nil {
 		return nil, err
 	}
-	if part == nil {
-		all, err := lister.All()
-		if err != nil {
-			return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
-		}
-		first := stream.FirstOffset(all, h.Head)
-		if first > h.Trim {
-			// Not a hole (checkRetained saw none): two objects end at the
-			// same offset. Chain names the ambiguity.
-			if _, err := stream.Chain(all, h.Trim, h.Head); err != nil {
-				return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
-			}
-			return nil, fmt.Errorf("replay %s: %w: the chain of objects to the head starts at %d, above the durable trim %d", b.Name(), stream.ErrMissing, first, h.Trim)
-		}
-		if first > h.Start {
-			// The objects below the first retained one, all under the
-			// durable trim, are gone (gc): what they held lives on only in
-			// checkpoints, as a broker keeps it in producer snapshots. A
-			// full replay starts from the oldest valid checkpoint, the
-			// retention floor, and replays every object from its anchor.
-			if opt.Full {
-				cands, chosen, cp, err := choose(ctx, st, b, h, lister, false, 0)
-				if err != nil {
-					return nil, err
-				}
-				hydrate(cands, chosen, cp)
-				res.Floor = res.Chosen != nil
-			}
-			if part == nil {
-				return nil, errkind.Hint(fmt.Errorf("replay %s: %w: the objects for offsets [%d, %d), below the durable trim %d, are missing and no valid checkpoint holds the state they carried", b.Name(), stream.ErrMissing, h.Start, first, h.Trim),
-					"restore a checkpoint anchored at or above the trim, or the missing objects, from a replica (docs/runbooks/restore-from-replica.md)")
-			}
-		} else {
-			// The stream's genesis state: a checkpoint anchored at its
-			// first offset (import writes one with the producers of the
-			// broker's .snapshot file and the leader epochs of its
-			// leader-epoch-checkpoint whose batches are gone) holds the
-			// state the stream starts from, as a broker's snapshot at its
-			// log start does. A full replay starts from it, or from the
-			// empty state when there is none. (maxAnchor 0 is no bound.)
-			//
-			// An import that used a broker snapshot records its genesis in
-			// the binding (import.genesis), anchored where Kafka's log
-			// loader starts rebuilding the producer state (the snapshot's
-			// offset): the broker never replays the segments the snapshot
-			// covers, and neither does a full replay.
-			if g := b.ImportGenesis(); g != nil {
-				cands, chosen, cp, err := chooseKey(ctx, st, b, h, lister, g.Key, g.SHA256)
-				if err != nil {
-					return nil, err
-				}
-				if chosen >= 0 {
-					hydrate(cands, chosen, cp)
-					res.Genesis = true
-				} else {
-					res.Candidates = cands
-				}
-			} else {
-				cands, chosen, cp, err := choose(ctx, st, b, h, lister, false, max(first, 1))
-				if err != nil {
-					return nil, err
-				}
-				if chosen >= 0 && cp.Anchor.Offset == first {
-					hydrate(cands, chosen, cp)
-					res.Genesis = true
-				}
-			}
-		}
-		if part == nil {
-			part = state.New(first)
-		}
-	}
-
 	// 5. Replay the COMMITTED tail to the head.
-	objs, err := lister.From(part.NextOffset)
-	if err != nil {
-		return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
-	}
-	ac := opt.AsOfCheckpoint
-	if opt.Full && ac == nil {
-		// A full replay expires, where the newest valid checkpoint is
-		// anchored, at the clock that checkpoint records, as the
-		// checkpoint path's state was: both paths give the same state.
-		_, chosen, cp, err := choose(ctx, st, b, h, lister, true, opt.MaxAnchor)
-		if err != nil {
-			return nil, err
-		}
-		if chosen >= 0 && cp.Clock != nil {
-			ac = &CheckpointClock{Anchor: cp.Anchor.Offset, Clock: *cp.Clock}
-		}
-	}
-	var at func(end int64)
-	if ac != nil && ac.Anchor >= part.NextOffset {
-		at = func(end int64) {
-			if end == ac.Anchor {
-				part.RemoveExpiredProducers(ac.Clock)
-				res.expire(part, opt.Clock)
-			}
-		}
-	}
-	if err := replayTail(ctx, st, lister, part, objs, h.Head, h.LeaderEpochs, lastGen, &res.Tail, res.Sources, at); err != nil {
-		return nil, fmt.Errorf("replay %s: %w", b.Name(), err)
-	}
-	if res.Tail.headObject != "" {
-		res.HeadObject, res.HeadObjectSHA256 = res.Tail.headObject, res.Tail.headSHA
+	if err := r.toHead(ctx); err != nil {
+		return nil, err
 	}
 	// 6. Apply the durable trim.
-	startBefore := part.LogStart
-	part.ApplyLogStart(h.Trim)
-	// Producer expiration at the command's clock, on the state at the head
-	// (docs/kafka-retention-rules.md, "Producer expiration").
-	res.expire(part, opt.Clock)
-	slices.Sort(res.Expired)
-	res.Clock = opt.Clock
-	res.StateClock = res.CheckpointClock
-	if h := state.Horizon(res.latestExpired, opt.Clock.ExpirationMs); res.anyExpired && h.Set() {
-		// The threshold (clock − expiration) the state is expired to: the
-		// later of the checkpoint's and this replay's.
-		if c := res.CheckpointClock; !c.Set() || c.NowMs-c.ExpirationMs < h.NowMs-h.ExpirationMs {
-			res.StateClock = h
-		} else {
-			res.StateClock = state.Clock{NowMs: c.NowMs - c.ExpirationMs + h.ExpirationMs, ExpirationMs: h.ExpirationMs}
-		}
-	}
-	res.SameAsChosen = res.Chosen != nil && res.Tail.Batches == 0 && !res.Tail.changed && part.LogStart == startBefore && len(res.Expired) == 0
-	live := map[int64]bool{}
-	for _, sg := range part.Segments {
-		live[sg.Gen] = true
-	}
-	for gen := range res.Sources {
-		if !live[gen] {
-			delete(res.Sources, gen)
-		}
-	}
+	r.applyTrim()
+	res, part := r.res, r.part
 	// 7. Report, with the partition's health.
 	res.State = part
 	res.logFallbacks(opt.Log, opt.Full)
@@ -408,6 +244,210 @@ func Replay(ctx context.Context, st store.Store, b *layout.Binding, opt Options)
 	// The state digest is computed when asked for (replay, compare,
 	// checkpoint create): status, trims and compaction do not need it.
 	return res, nil
+}
+
+// replayer is one replay under way: the documents it read, the partition
+// state it builds, and the result it fills.
+type replayer struct {
+	st      store.Store
+	b       *layout.Binding
+	h       *layout.Head
+	opt     Options
+	lister  *Objects
+	res     *Result
+	part    *state.Partition // the state being built (nil: none yet)
+	lastGen int64            // the newest generation the start state holds
+}
+
+// hydrate takes cands[chosen]'s checkpoint (if any) as the start state.
+func (r *replayer) hydrate(cands []Candidate, chosen int, cp *nkc1.Checkpoint) {
+	r.res.Candidates = cands
+	if chosen < 0 {
+		return
+	}
+	c := cands[chosen]
+	r.res.Chosen = &c
+	r.part = cp.State
+	// A checkpoint made before the final time-index entry rule
+	// (state.CompleteSealedTimeIndexes) is read as today's rules
+	// derive it.
+	r.part.CompleteSealedTimeIndexes()
+	if cp.Clock != nil {
+		r.res.CheckpointClock = *cp.Clock
+	}
+	// ProducerStateManager.loadFromSnapshot: a producer expired at the
+	// clock is not loaded.
+	r.res.expire(r.part, r.opt.Clock)
+	r.res.HeadObject, r.res.HeadObjectSHA256 = cp.Anchor.ObjectKey, cp.Anchor.ObjectSHA256
+	r.res.known = knownManifests(cp)
+	_, r.lastGen = r.part.SealedEnd()
+	r.lastGen = max(r.lastGen, maxSourceGen(cp.Coverage.Sources))
+	for _, s := range cp.Coverage.Sources {
+		r.res.Sources[s.Gen] = s.ManifestSHA256
+	}
+}
+
+// startState is replay's steps 2-4 (docs/design.md §6): choose, verify and
+// hydrate a checkpoint, prove [trim, head) complete, and, without a
+// checkpoint, start from the retention floor (full), the import's genesis,
+// a checkpoint at the first offset, or the empty state.
+func (r *replayer) startState(ctx context.Context) error {
+	if !r.opt.Full {
+		cands, chosen, cp, err := choose(ctx, r.st, r.b, r.h, r.lister, true, r.opt.MaxAnchor)
+		if err != nil {
+			return err
+		}
+		r.hydrate(cands, chosen, cp)
+	}
+	// No hole between the durable trim and the head, on every path.
+	if err := checkRetained(r.lister, r.b, r.h, r.part); err != nil {
+		return err
+	}
+	if r.part == nil {
+		all, err := r.lister.All()
+		if err != nil {
+			return fmt.Errorf("replay %s: %w", r.b.Name(), err)
+		}
+		first := stream.FirstOffset(all, r.h.Head)
+		if first > r.h.Trim {
+			// Not a hole (checkRetained saw none): two objects end at the
+			// same offset. Chain names the ambiguity.
+			if _, err := stream.Chain(all, r.h.Trim, r.h.Head); err != nil {
+				return fmt.Errorf("replay %s: %w", r.b.Name(), err)
+			}
+			return fmt.Errorf("replay %s: %w: the chain of objects to the head starts at %d, above the durable trim %d", r.b.Name(), stream.ErrMissing, first, r.h.Trim)
+		}
+		if first > r.h.Start {
+			// The objects below the first retained one, all under the
+			// durable trim, are gone (gc): what they held lives on only in
+			// checkpoints, as a broker keeps it in producer snapshots. A
+			// full replay starts from the oldest valid checkpoint, the
+			// retention floor, and replays every object from its anchor.
+			if r.opt.Full {
+				cands, chosen, cp, err := choose(ctx, r.st, r.b, r.h, r.lister, false, 0)
+				if err != nil {
+					return err
+				}
+				r.hydrate(cands, chosen, cp)
+				r.res.Floor = r.res.Chosen != nil
+			}
+			if r.part == nil {
+				return errkind.Hint(fmt.Errorf("replay %s: %w: the objects for offsets [%d, %d), below the durable trim %d, are missing and no valid checkpoint holds the state they carried", r.b.Name(), stream.ErrMissing, r.h.Start, first, r.h.Trim),
+					"restore a checkpoint anchored at or above the trim, or the missing objects, from a replica (docs/runbooks/restore-from-replica.md)")
+			}
+		} else {
+			// The stream's genesis state: a checkpoint anchored at its
+			// first offset (import writes one with the producers of the
+			// broker's .snapshot file and the leader epochs of its
+			// leader-epoch-checkpoint whose batches are gone) holds the
+			// state the stream starts from, as a broker's snapshot at its
+			// log start does. A full replay starts from it, or from the
+			// empty state when there is none. (maxAnchor 0 is no bound.)
+			//
+			// An import that used a broker snapshot records its genesis in
+			// the binding (import.genesis), anchored where Kafka's log
+			// loader starts rebuilding the producer state (the snapshot's
+			// offset): the broker never replays the segments the snapshot
+			// covers, and neither does a full replay.
+			if g := r.b.ImportGenesis(); g != nil {
+				cands, chosen, cp, err := chooseKey(ctx, r.st, r.b, r.h, r.lister, g.Key, g.SHA256)
+				if err != nil {
+					return err
+				}
+				if chosen >= 0 {
+					r.hydrate(cands, chosen, cp)
+					r.res.Genesis = true
+				} else {
+					r.res.Candidates = cands
+				}
+			} else {
+				cands, chosen, cp, err := choose(ctx, r.st, r.b, r.h, r.lister, false, max(first, 1))
+				if err != nil {
+					return err
+				}
+				if chosen >= 0 && cp.Anchor.Offset == first {
+					r.hydrate(cands, chosen, cp)
+					r.res.Genesis = true
+				}
+			}
+		}
+		if r.part == nil {
+			r.part = state.New(first)
+		}
+	}
+
+	return nil
+}
+
+// toHead is replay's step 5: the COMMITTED tail from the start state to
+// the head, expiring producers where the checkpoint a full replay mirrors
+// was anchored.
+func (r *replayer) toHead(ctx context.Context) error {
+	objs, err := r.lister.From(r.part.NextOffset)
+	if err != nil {
+		return fmt.Errorf("replay %s: %w", r.b.Name(), err)
+	}
+	ac := r.opt.AsOfCheckpoint
+	if r.opt.Full && ac == nil {
+		// A full replay expires, where the newest valid checkpoint is
+		// anchored, at the clock that checkpoint records, as the
+		// checkpoint path's state was: both paths give the same state.
+		_, chosen, cp, err := choose(ctx, r.st, r.b, r.h, r.lister, true, r.opt.MaxAnchor)
+		if err != nil {
+			return err
+		}
+		if chosen >= 0 && cp.Clock != nil {
+			ac = &CheckpointClock{Anchor: cp.Anchor.Offset, Clock: *cp.Clock}
+		}
+	}
+	var at func(end int64)
+	if ac != nil && ac.Anchor >= r.part.NextOffset {
+		at = func(end int64) {
+			if end == ac.Anchor {
+				r.part.RemoveExpiredProducers(ac.Clock)
+				r.res.expire(r.part, r.opt.Clock)
+			}
+		}
+	}
+	if err := replayTail(ctx, r.st, r.lister, r.part, objs, r.h.Head, r.h.LeaderEpochs, r.lastGen, &r.res.Tail, r.res.Sources, at); err != nil {
+		return fmt.Errorf("replay %s: %w", r.b.Name(), err)
+	}
+	if r.res.Tail.headObject != "" {
+		r.res.HeadObject, r.res.HeadObjectSHA256 = r.res.Tail.headObject, r.res.Tail.headSHA
+	}
+	return nil
+}
+
+// applyTrim is replay's step 6: the durable trim, producer expiration at
+// the command's clock, the state's clock, and the generations still live.
+func (r *replayer) applyTrim() {
+	startBefore := r.part.LogStart
+	r.part.ApplyLogStart(r.h.Trim)
+	// Producer expiration at the command's clock, on the state at the head
+	// (docs/kafka-retention-rules.md, "Producer expiration").
+	r.res.expire(r.part, r.opt.Clock)
+	slices.Sort(r.res.Expired)
+	r.res.Clock = r.opt.Clock
+	r.res.StateClock = r.res.CheckpointClock
+	if h := state.Horizon(r.res.latestExpired, r.opt.Clock.ExpirationMs); r.res.anyExpired && h.Set() {
+		// The threshold (clock − expiration) the state is expired to: the
+		// later of the checkpoint's and this replay's.
+		if c := r.res.CheckpointClock; !c.Set() || c.NowMs-c.ExpirationMs < h.NowMs-h.ExpirationMs {
+			r.res.StateClock = h
+		} else {
+			r.res.StateClock = state.Clock{NowMs: c.NowMs - c.ExpirationMs + h.ExpirationMs, ExpirationMs: h.ExpirationMs}
+		}
+	}
+	r.res.SameAsChosen = r.res.Chosen != nil && r.res.Tail.Batches == 0 && !r.res.Tail.changed && r.part.LogStart == startBefore && len(r.res.Expired) == 0
+	live := map[int64]bool{}
+	for _, sg := range r.part.Segments {
+		live[sg.Gen] = true
+	}
+	for gen := range r.res.Sources {
+		if !live[gen] {
+			delete(r.res.Sources, gen)
+		}
+	}
 }
 
 // knownManifests is what a checkpoint recorded of the manifests (nil for

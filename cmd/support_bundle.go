@@ -152,9 +152,11 @@ func runSupportBundle(cmd *cobra.Command, g *globals, output string, args []stri
 	files = append(files, bundle.File{Name: "config.json", What: "the effective configuration and the NEREUSCTL_ and AWS_ environment, credentials redacted", Data: cfg})
 	// The commands' own JSON, run in this process over the same store.
 	sel := args
-	all := []string{"--all"}
+	all, status := []string{"--all"}, []string{"status", "--allow-empty"}
 	if len(sel) > 0 {
-		all = sel
+		// Named partitions: status takes them as they are (--allow-empty
+		// is only for the whole store).
+		all, status = sel, append([]string{"status"}, sel...)
 	}
 	var runs []supportBundleRun
 	for _, c := range []struct {
@@ -162,7 +164,7 @@ func runSupportBundle(cmd *cobra.Command, g *globals, output string, args []stri
 		args []string
 	}{
 		{"version.json", []string{"version"}},
-		{"commands/status.json", append([]string{"status", "--allow-empty"}, sel...)},
+		{"commands/status.json", status},
 		{"commands/verify.json", append([]string{"verify", "--read-only"}, all...)},
 		{"commands/checkpoint-list.json", append([]string{"checkpoint", "list"}, all...)},
 	} {

@@ -14,7 +14,7 @@ import (
 // restartDelay is what the proxy adds to every request in the restart
 // economy test: long against the scheduling jitter of a busy machine, so
 // that requests sent together arrive within half of it.
-const restartDelay = 40 * time.Millisecond
+const restartDelay = 60 * time.Millisecond
 
 // restartCost is what one `replay` from the newest checkpoint sent,
 // through the latency proxy.

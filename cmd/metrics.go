@@ -198,48 +198,60 @@ func results(names ...string) map[string]int {
 	return m
 }
 
-// observeStatus: ok, blocked, failed (unreadable, or data loss); findings
-// by check: data_loss, corrupt, checkpoint_unusable (a checkpoint replay
-// skipped), binding_lags_trim; and every row's series.
-func (g *globals) observeStatus(rows []status.Partition, storeFindings []health.Finding) {
+// observeStatusStart, observeStatusRow and observeStatusStore are a
+// status run's metrics, row by row as the rows are printed: ok, blocked,
+// failed (unreadable, or data loss); findings by check: data_loss,
+// corrupt, checkpoint_unusable (a checkpoint replay skipped),
+// binding_lags_trim; and every row's series.
+func (g *globals) observeStatusStart() {
 	g.observe(func(r *metrics.Run) {
 		r.Partitions = results(metrics.ResultOK, metrics.ResultBlocked, metrics.ResultFailed)
 		r.Findings = results("data_loss", "corrupt", "checkpoint_unusable", "binding_lags_trim")
-		// Health findings by check (a skipped checkpoint counts once, as
-		// checkpoint_unusable); the store's own (orphan streams, stray
-		// keys) too.
+	})
+}
+
+// observeStatusStore counts the store's own findings (orphan streams,
+// stray keys) by check.
+func (g *globals) observeStatusStore(storeFindings []health.Finding) {
+	g.observe(func(r *metrics.Run) {
 		for _, f := range storeFindings {
 			r.Findings[f.Check]++
 		}
-		for _, p := range rows {
-			for _, f := range p.Findings {
-				if f.Scope != health.ScopeCheckpoint {
-					r.Findings[f.Check]++
-				}
+	})
+}
+
+// observeStatusRow counts one row: its health findings by check (a
+// skipped checkpoint counts once, as checkpoint_unusable), its result,
+// and its series.
+func (g *globals) observeStatusRow(p status.Partition) {
+	g.observe(func(r *metrics.Run) {
+		for _, f := range p.Findings {
+			if f.Scope != health.ScopeCheckpoint {
+				r.Findings[f.Check]++
 			}
-			switch {
-			case p.DataLoss != nil || p.Error != "" || len(p.Findings) > 0:
-				r.Partitions[metrics.ResultFailed]++
-			case p.Blocked:
-				r.Partitions[metrics.ResultBlocked]++
-			default:
-				r.Partitions[metrics.ResultOK]++
-			}
-			if p.DataLoss != nil {
-				r.Findings["data_loss"]++
-			} else if p.Err != nil && exitcode.Of(p.Err) == exitcode.Verify {
-				r.Findings["corrupt"]++
-			}
-			r.Findings["checkpoint_unusable"] += len(p.SkippedCheckpoints)
-			if p.BindingLagsTrim {
-				r.Findings["binding_lags_trim"]++
-			}
-			r.Status = append(r.Status, metrics.PartitionStatus{
-				Topic: p.Topic, Partition: p.Partition, Read: p.Error == "",
-				CheckpointAgeSeconds: p.CheckpointAgeSec, TailObjects: p.TailObjects,
-				DataLoss: p.DataLoss != nil, Blocked: p.Blocked, LogStart: p.LogStart, HW: p.Head,
-			})
 		}
+		switch {
+		case p.DataLoss != nil || p.Error != "" || len(p.Findings) > 0:
+			r.Partitions[metrics.ResultFailed]++
+		case p.Blocked:
+			r.Partitions[metrics.ResultBlocked]++
+		default:
+			r.Partitions[metrics.ResultOK]++
+		}
+		if p.DataLoss != nil {
+			r.Findings["data_loss"]++
+		} else if p.Err != nil && exitcode.Of(p.Err) == exitcode.Verify {
+			r.Findings["corrupt"]++
+		}
+		r.Findings["checkpoint_unusable"] += len(p.SkippedCheckpoints)
+		if p.BindingLagsTrim {
+			r.Findings["binding_lags_trim"]++
+		}
+		r.Status = append(r.Status, metrics.PartitionStatus{
+			Topic: p.Topic, Partition: p.Partition, Read: p.Error == "",
+			CheckpointAgeSeconds: p.CheckpointAgeSec, TailObjects: p.TailObjects,
+			DataLoss: p.DataLoss != nil, Blocked: p.Blocked, LogStart: p.LogStart, HW: p.Head,
+		})
 	})
 }
 

@@ -251,10 +251,10 @@ type retentionJSON struct {
 // selection's order (retention.JobOptions.Emit), so that the run keeps no
 // partition's result: under -o json and -o yaml the document is written
 // partition by partition, the very bytes writeJSON writes for the whole
-// report (retentionJSON); a table needs every row for its column widths,
-// so it keeps one row of short text per partition (tableRows) and is
-// rendered at the end. For the exit status it keeps the first partition failing with each
-// code that outranks a plain failure.
+// report (retentionJSON); the table is written a block of rows at a time
+// (tableRows: a run of up to tableBlock partitions prints it whole at the
+// end). For the exit status it keeps the first partition failing with
+// each code that outranks a plain failure.
 type retentionOut struct {
 	g      *globals
 	dryRun bool
@@ -337,10 +337,9 @@ func (o *retentionOut) emit(r *retention.Result) error {
 	}
 	if !o.g.json() {
 		if o.rows == nil {
-			o.rows = newTableRows(retentionHeaders(o.dryRun)...)
+			o.rows = newTableRows(o.g.stdout, retentionHeaders(o.dryRun)...)
 		}
-		o.rows.add(retentionRow(r, o.dryRun)...)
-		return nil
+		return o.rows.add(retentionRow(r, o.dryRun)...)
 	}
 	yaml := wantsYAML(o.g.stdout)
 	var out []byte
@@ -399,9 +398,9 @@ func (o *retentionOut) finish(rep *retention.JobReport) error {
 		}
 	}
 	if o.rows == nil {
-		o.rows = newTableRows(retentionHeaders(rep.DryRun)...)
+		o.rows = newTableRows(o.g.stdout, retentionHeaders(rep.DryRun)...)
 	}
-	if err := o.rows.render(o.g.stdout); err != nil {
+	if err := o.rows.render(); err != nil {
 		return err
 	}
 	w := o.g.stdout

@@ -513,10 +513,10 @@ func (t *verifyTally) hint(storeFindings []health.Finding) string {
 // verifyOut prints a verify run as its partitions finish, in the order
 // named, so that the run keeps no partition's report: under -o json and
 // -o yaml the document is written partition by partition, the very bytes
-// writeJSON writes for the whole document (verifyJSON); a table needs
-// every row for its column widths, so it keeps rows of short text and is
-// rendered at the end (the lines about quarantined, blocked and failed
-// partitions are printed as they come).
+// writeJSON writes for the whole document (verifyJSON); the tables are
+// written a block of rows at a time (tableRows: a run of up to tableBlock
+// partitions prints them whole at the end), the lines about quarantined,
+// blocked and failed partitions as they come.
 type verifyOut struct {
 	g              *globals
 	o              *verifyOptions
@@ -579,15 +579,17 @@ func (o *verifyOut) emit(r *verify.Report) error {
 	o.n++
 	if !o.g.json() {
 		if o.rows == nil {
-			o.rows = newTableRows("PARTITION", "SCOPE", "CHECK", "OBJECT", "DETAIL")
+			o.rows = newTableRows(o.g.stdout, "PARTITION", "SCOPE", "CHECK", "OBJECT", "DETAIL")
 			if o.o.plan {
-				o.prow = newTableRows("PARTITION", "OBJECTS", "BYTES", "LEFT", "REQUESTS")
+				o.prow = newTableRows(o.g.stdout, "PARTITION", "OBJECTS", "BYTES", "LEFT", "REQUESTS")
 			} else {
-				o.prow = newTableRows("PARTITION", "COVERAGE", "OBJECTS", "RESULT")
+				o.prow = newTableRows(o.g.stdout, "PARTITION", "COVERAGE", "OBJECTS", "RESULT")
 			}
 		}
 		for _, f := range r.Findings {
-			o.rows.add(r.Partition, f.Scope, f.Check, f.Object, f.Detail)
+			if err := o.rows.add(r.Partition, f.Scope, f.Check, f.Object, f.Detail); err != nil {
+				return err
+			}
 			o.nrows++
 		}
 		w := o.g.stdout
@@ -603,11 +605,9 @@ func (o *verifyOut) emit(r *verify.Report) error {
 			fmt.Fprintf(w, "%s: ERROR: %s\n", r.Partition, r.Error)
 		}
 		if p := r.Plan; o.o.plan && p != nil {
-			o.prow.add(r.Partition, fmt.Sprint(p.Objects), fmt.Sprint(p.Bytes), fmt.Sprint(p.Left), fmt.Sprint(p.Requests))
-		} else {
-			o.prow.add(r.Partition, dash(r.Coverage, ""), fmt.Sprint(r.Objects), verifyResult(r))
+			return o.prow.add(r.Partition, fmt.Sprint(p.Objects), fmt.Sprint(p.Bytes), fmt.Sprint(p.Left), fmt.Sprint(p.Requests))
 		}
-		return nil
+		return o.prow.add(r.Partition, dash(r.Coverage, ""), fmt.Sprint(r.Objects), verifyResult(r))
 	}
 	yaml := wantsYAML(o.g.stdout)
 	var out []byte
@@ -691,13 +691,13 @@ func (o *verifyOut) finish(storeFindings []health.Finding, secs float64, budget 
 		fmt.Fprintln(w, findingNote("store", f))
 	}
 	if o.rows != nil && o.nrows > 0 {
-		if err := o.rows.render(w); err != nil {
+		if err := o.rows.render(); err != nil {
 			return err
 		}
 		fmt.Fprintln(w)
 	}
 	if o.prow != nil {
-		if err := o.prow.render(w); err != nil {
+		if err := o.prow.render(); err != nil {
 			return err
 		}
 	}

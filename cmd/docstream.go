@@ -28,7 +28,8 @@ type docStream struct {
 func (d *docStream) render(v any) ([]byte, error) {
 	var b bytes.Buffer
 	if wantsYAML(d.w) {
-		return b.Bytes(), writeYAML(&b, v, false)
+		err := writeYAML(&b, v, false)
+		return b.Bytes(), err
 	}
 	enc := json.NewEncoder(&b)
 	enc.SetIndent("", "  ")

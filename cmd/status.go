@@ -111,7 +111,7 @@ func runStatus(cmd *cobra.Command, g *globals, o *statusOptions, args []string) 
 	if err != nil {
 		// The rows so far, then the error: a streamed document is
 		// always closed.
-		if ferr := out.finish(nil); ferr != nil {
+		if ferr := out.finish([]health.Finding{}); ferr != nil {
 			return ferr
 		}
 		return err

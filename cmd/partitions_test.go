@@ -19,8 +19,8 @@ func TestWorseOrdersPartitionCodes(t *testing.T) {
 			if j > i {
 				want = b
 			}
-			if got := worse(a, b); got != want {
-				t.Errorf("worse(%d, %d) = %d, want %d", a, b, got, want)
+			if got := exitcode.Worse(a, b); got != want {
+				t.Errorf("exitcode.Worse(%d, %d) = %d, want %d", a, b, got, want)
 			}
 		}
 	}

@@ -395,3 +395,58 @@ func TestJobResumesOldShapeProgress(t *testing.T) {
 		}
 	})
 }
+
+// TestRecorderWatermarkAndFailedCap: the recorder advances the watermark
+// over positions finished in any order within the window, lists the
+// failed ones behind it, and, past MaxRetentionFailed failures, holds the
+// watermark at the next one and records nothing past the window (a resume
+// redoes it): the document stays valid and bounded however many fail.
+func TestRecorderWatermarkAndFailedCap(t *testing.T) {
+	const window = 8
+	n := layout.MaxRetentionFailed + 200
+	rc := &recorder{st: store.NewMem("cap"), key: "tasks/retention/x.json", file: filepath.Join(t.TempDir(), "p.json"),
+		flushEvery: time.Hour, lastFlush: time.Now(), window: window, failedAhead: map[int]bool{},
+		doc: layout.RetentionProgress{Selection: "x", Targets: 2 * n, TargetsSHA256: strings.Repeat("a", 64), StartedMs: 1, UpdatedMs: 1, Holder: "h", Failed: []int{}, Ahead: []int{}}}
+	ctx := context.Background()
+	// Positions finish out of order within the window: each block of
+	// four in reverse. Even positions fail; odd ones are done, every
+	// third of them trimmed with 10 bytes of garbage.
+	for b := 0; b < 2*n; b += 4 {
+		for i := min(b+3, 2*n-1); i >= b; i-- {
+			if err := rc.record(ctx, i, i%2 == 1, i%3 == 0, 10); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	p := rc.doc
+	if err := p.Validate(); err != nil {
+		t.Fatalf("progress: %v", err)
+	}
+	if len(p.Failed) != layout.MaxRetentionFailed || p.Watermark != 2*layout.MaxRetentionFailed || len(p.Ahead) > window {
+		t.Fatalf("watermark %d, %d failed, ahead %v: want the watermark held at the failure past %d, the window at most %d", p.Watermark, len(p.Failed), p.Ahead, layout.MaxRetentionFailed, window)
+	}
+	// Every odd position below the watermark is counted done, with the
+	// ones ahead; nothing past the window.
+	done := 0
+	for i := range 2 * n {
+		if p.IsDone(i) {
+			if i%2 == 0 || i >= p.Watermark+window {
+				t.Fatalf("position %d counted done", i)
+			}
+			done++
+		}
+	}
+	if done != p.DoneCount() || done != layout.MaxRetentionFailed+len(p.Ahead) {
+		t.Fatalf("%d positions done, counts say %d", done, p.DoneCount())
+	}
+	// A failed position behind the watermark redone (as a resumed run
+	// does) leaves the failed list: room for the failure the watermark
+	// was held at, which it then passes.
+	held := p.Watermark
+	if err := rc.record(ctx, 4, true, false, 0); err != nil {
+		t.Fatal(err)
+	}
+	if !rc.doc.IsDone(4) || len(rc.doc.Failed) != layout.MaxRetentionFailed || rc.doc.Watermark <= held || rc.doc.Validate() != nil {
+		t.Fatalf("after redoing position 4: failed %d, done %v, watermark %d (held at %d), %v", len(rc.doc.Failed), rc.doc.IsDone(4), rc.doc.Watermark, held, rc.doc.Validate())
+	}
+}

@@ -183,7 +183,7 @@ func renderCheckpointVerify(g *globals, reps []*checkpointVerifyPartition, readO
 	}
 	if total > 0 {
 		f := firstFinding(reps)
-		fails.code = worse(fails.code, exitcode.Verify)
+		fails.code = exitcode.Worse(fails.code, exitcode.Verify)
 		if fails.n == 0 {
 			return exitcode.Wrap(exitcode.Verify, fmt.Errorf("checkpoint verify: %d findings; first: %s: %s check failed: %s", total, f.Key, f.Check, f.Detail), checkpointHints(reps))
 		}

@@ -379,7 +379,11 @@ func TestLayoutSchemas(t *testing.T) {
 		{"retention-progress", "a retention run's store progress", &layout.RetentionProgress{
 			Selection: "--all 1/4", Targets: 2, TargetsSHA256: sum("orders-0\norders-1"), NowMs: 1795000000000,
 			StartedMs: 1795000000001, UpdatedMs: 1795000000002, Holder: lease.Holder(),
-			Done: []layout.RetentionDone{{Partition: "orders-1", LogStart: 0, NewLogStart: 400, HW: 400, GarbageBytes: 41810}}}},
+			Watermark: 1, Failed: []int{0}, Ahead: []int{}, Trimmed: 0, Unchanged: 0}},
+		{"retention-progress", "a retention run's store progress with a partition done past the watermark", &layout.RetentionProgress{
+			Selection: "--all 1/4", Targets: 3, TargetsSHA256: sum("orders-0\norders-1\norders-2"), NowMs: 1795000000000,
+			StartedMs: 1795000000001, UpdatedMs: 1795000000002, Holder: lease.Holder(),
+			Watermark: 1, Failed: []int{}, Ahead: []int{2}, Trimmed: 1, Unchanged: 1, GarbageBytes: 41810}},
 	} {
 		if err := d.doc.Validate(); err != nil {
 			t.Fatalf("%s: layout rejects the sample itself: %v", d.what, err)

@@ -79,33 +79,6 @@ func errNoBindings(st store.Store) error {
 		"check --store (and its prefix); pass --allow-empty if an empty store is expected")
 }
 
-// worse returns the more severe of two exit codes for a run over many
-// partitions: interrupted, then verification failed (corruption), then
-// blocked, then error, then usage.
-func worse(a, b exitcode.Code) exitcode.Code {
-	rank := func(c exitcode.Code) int {
-		switch c {
-		case exitcode.OK:
-			return 0
-		case exitcode.Usage:
-			return 1
-		case exitcode.Error:
-			return 2
-		case exitcode.Blocked:
-			return 3
-		case exitcode.Verify:
-			return 4
-		case exitcode.Interrupted:
-			return 5
-		}
-		return 2
-	}
-	if rank(b) > rank(a) {
-		return b
-	}
-	return a
-}
-
 // failures collects per-partition failures of a run over many partitions
 // and turns them into one error carrying the worst code.
 type failures struct {
@@ -119,7 +92,7 @@ func (f *failures) add(err error) {
 		return
 	}
 	f.n++
-	f.code = worse(f.code, exitcode.Of(err))
+	f.code = exitcode.Worse(f.code, exitcode.Of(err))
 	if f.first == nil {
 		f.first = err
 	}

@@ -11,21 +11,6 @@ import (
 	"github.com/nereusctl/nereusctl/internal/store"
 )
 
-func TestWorseOrdersPartitionCodes(t *testing.T) {
-	order := []exitcode.Code{exitcode.OK, exitcode.Usage, exitcode.Error, exitcode.Blocked, exitcode.Verify, exitcode.Interrupted}
-	for i, a := range order {
-		for j, b := range order {
-			want := a
-			if j > i {
-				want = b
-			}
-			if got := worse(a, b); got != want {
-				t.Errorf("worse(%d, %d) = %d, want %d", a, b, got, want)
-			}
-		}
-	}
-}
-
 func TestFailuresTakeTheWorstCode(t *testing.T) {
 	var f failures
 	if f.err("op", 3) != nil {

@@ -98,7 +98,7 @@ for a record that does not decode, 1 for another failure.` + exitStatusHelp("3 w
 				}
 			}
 			if fails.n > 0 {
-				return exitcode.Wrap(worse(fails.code, exitcode.Error), fmt.Errorf("quarantine list: %d of %d records unreadable; first: %w", fails.n, len(recs)+len(bad), fails.first),
+				return exitcode.Wrap(exitcode.Worse(fails.code, exitcode.Error), fmt.Errorf("quarantine list: %d of %d records unreadable; first: %w", fails.n, len(recs)+len(bad), fails.first),
 					"a record that does not decode is corrupt; restore it from a replica ("+exitcode.RunbookRestore+"), and verify the partition it names")
 			}
 			return nil

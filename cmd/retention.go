@@ -70,7 +70,9 @@ after the store's canonical identity). A killed run, rerun with the same
 store and selection from any machine (a pod rescheduled on another node),
 resumes where it stopped: the partitions in flight and those finished in
 its last second are redone, which is a no-op, and it keeps the first run's
-clock. A second live run of the same selection loses the progress write and
+clock; the partitions it resumes are not listed again, only counted in the
+summary (the progress is a watermark and the window past it, not a record
+per partition). A second live run of the same selection loses the progress write and
 stops with exit 4. Progress last written more than --resume-within ago (1h
 by default) is not resumed: the run says so on stderr and starts afresh
 with a new clock. Corrupt progress is refused (exit 3 for the store

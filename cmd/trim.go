@@ -226,7 +226,7 @@ func renderTrimResults(g *globals, dryRun bool, rs []*retention.Result, kafkaSty
 			if r.Err != nil {
 				c = exitcode.Of(r.Err)
 			}
-			code = worse(code, c)
+			code = exitcode.Worse(code, c)
 		}
 	}
 	if len(failed) == 0 {

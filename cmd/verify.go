@@ -287,11 +287,11 @@ func (t *verifyTally) take(tp layout.TopicPartition, r *verify.Report, leaseErr 
 		t.findingsByCheck[f.Check]++
 	}
 	if len(r.Findings) > 0 {
-		t.code = worse(t.code, exitcode.Verify)
+		t.code = exitcode.Worse(t.code, exitcode.Verify)
 	}
 	if r.Blocked {
 		t.blocked++
-		t.code = worse(t.code, exitcode.Blocked)
+		t.code = exitcode.Worse(t.code, exitcode.Blocked)
 		if t.firstBlocked == "" {
 			t.firstBlocked = r.Partition + ": " + r.BlockedReason
 		}
@@ -302,7 +302,7 @@ func (t *verifyTally) take(tp layout.TopicPartition, r *verify.Report, leaseErr 
 	}
 	if rerr != nil {
 		t.failed++
-		t.code = worse(t.code, exitcode.Of(rerr))
+		t.code = exitcode.Worse(t.code, exitcode.Of(rerr))
 		if t.firstErr == nil {
 			t.firstErr = rerr
 		}
@@ -472,7 +472,7 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 	findings := t.findings + len(storeFindings)
 	code := t.code
 	if len(storeFindings) > 0 {
-		code = worse(code, exitcode.Verify)
+		code = exitcode.Worse(code, exitcode.Verify)
 	}
 	if err := out.finish(storeFindings, time.Since(start).Seconds(), budget); err != nil {
 		return err
@@ -656,7 +656,7 @@ func (o *verifyOut) finish(storeFindings []health.Finding, secs float64, budget 
 	findings := t.findings + len(storeFindings)
 	code := t.code
 	if len(storeFindings) > 0 {
-		code = worse(code, exitcode.Verify)
+		code = exitcode.Worse(code, exitcode.Verify)
 	}
 	if t.proof != nil {
 		t.proof.MaxRequests, t.proof.MaxBytes = budget.MaxRequests, budget.MaxBytes

@@ -320,7 +320,7 @@ func TestRetentionResume(t *testing.T) {
 	var atKill *layout.RetentionProgress
 	deadline := time.Now().Add(60 * time.Second)
 	for atKill == nil {
-		if p, _, err := layout.LoadRetentionProgress(ctx, st, key); err == nil && len(p.Done) >= 3 {
+		if p, _, err := layout.LoadRetentionProgress(ctx, st, key); err == nil && p.DoneCount() >= 3 {
 			if p.Complete {
 				t.Fatal("the run finished before it could be killed")
 			}
@@ -339,12 +339,20 @@ func TestRetentionResume(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if atKill.Complete || len(atKill.Done) >= atKill.Targets {
-		t.Fatalf("killed run's progress: %d of %d done, complete %v", len(atKill.Done), atKill.Targets, atKill.Complete)
+	if atKill.Complete || atKill.DoneCount() >= atKill.Targets {
+		t.Fatalf("killed run's progress: %d of %d done, complete %v", atKill.DoneCount(), atKill.Targets, atKill.Complete)
 	}
+	// The positions are the selection's order: --all lists orders-0..4
+	// after the demo's other topics.
+	names := allPartitions(t, st)
 	recorded := map[string]bool{}
-	for _, d := range atKill.Done {
-		recorded[d.Partition] = true
+	for i, name := range names {
+		if atKill.IsDone(i) {
+			recorded[name] = true
+		}
+	}
+	if len(recorded) != atKill.DoneCount() {
+		t.Fatalf("progress at the kill counts %d done, %d positions are: %+v", atKill.DoneCount(), len(recorded), atKill)
 	}
 	// Another node: no local progress file.
 	if err := os.Remove(progress); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -361,8 +369,8 @@ func TestRetentionResume(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Summary.Resumed != len(atKill.Done) || rep.Summary.Resumed == 0 {
-		t.Fatalf("resumed %d partitions, the store progress had %d", rep.Summary.Resumed, len(atKill.Done))
+	if rep.Summary.Resumed != atKill.DoneCount() || rep.Summary.Resumed == 0 {
+		t.Fatalf("resumed %d partitions, the store progress had %d", rep.Summary.Resumed, atKill.DoneCount())
 	}
 	final := orders()
 	for p := 0; p < 5; p++ {
@@ -379,8 +387,11 @@ func TestRetentionResume(t *testing.T) {
 		t.Fatalf("store progress not complete after the resumed run: %v", err)
 	}
 	var prog retention.Progress
-	if b, err := os.ReadFile(progress); err != nil || json.Unmarshal(b, &prog) != nil || !prog.Complete {
-		t.Fatalf("local progress (the cache) not complete after the resumed run: %v", err)
+	if b, err := os.ReadFile(progress); err != nil || json.Unmarshal(b, &prog) != nil {
+		t.Fatalf("local progress (the cache) after the resumed run: %v", err)
+	}
+	if doc, err := prog.Doc(progress); err != nil || !doc.Complete {
+		t.Fatalf("local progress (the cache) not complete after the resumed run: %+v, %v", doc, err)
 	}
 }
 
@@ -544,19 +555,14 @@ func storeFingerprint(t *testing.T, dir string) map[string]string {
 		}
 		if strings.HasPrefix(rel, layout.RetentionTasksPrefix) {
 			// A retention run's progress carries its times and holder, and
-			// a partition redone after a kill is recorded with the outcome
-			// of the rerun (unchanged): the selection, the partitions
-			// done and completion must be equal.
-			var doc layout.RetentionProgress
-			if err := layout.Decode(rel, b, &doc); err != nil {
+			// a partition redone after a kill is counted with the outcome
+			// of the rerun (unchanged): the selection, the watermark, the
+			// partitions done and completion must be equal.
+			doc, err := layout.DecodeRetentionProgress(rel, b)
+			if err != nil {
 				return err
 			}
-			var done []string
-			for _, d := range doc.Done {
-				done = append(done, d.Partition)
-			}
-			sort.Strings(done)
-			out[rel] = fmt.Sprintf("%s %d %v %v", doc.Selection, doc.Targets, doc.Complete, done)
+			out[rel] = fmt.Sprintf("%s %d %v watermark %d, %d done, failed %v, ahead %v", doc.Selection, doc.Targets, doc.Complete, doc.Watermark, doc.DoneCount(), doc.Failed, doc.Ahead)
 			return nil
 		}
 		if strings.HasPrefix(rel, layout.BindingsPrefix) {
@@ -869,4 +875,18 @@ func damage(t *testing.T, dir, topic string, p int32) (digest string) {
 		t.Fatalf("verify of the damaged set: exit %d, want 3\n%s%s", code, out.String(), errb.String())
 	}
 	return "sha256:" + strings.TrimSuffix(filepath.Base(objs[0].Key), ".ntc2")
+}
+
+// allPartitions is what --all selects, in its order: every binding.
+func allPartitions(t *testing.T, st store.Store) []string {
+	t.Helper()
+	tps, err := layout.ListBindings(context.Background(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, len(tps))
+	for i, tp := range tps {
+		names[i] = tp.String()
+	}
+	return names
 }

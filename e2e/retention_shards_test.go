@@ -105,7 +105,7 @@ func TestRetentionShardsInParallel(t *testing.T) {
 		}
 		keys[rep.Summary.ProgressKey] = true
 		p, _, err := layout.LoadRetentionProgress(context.Background(), fileStore(t, dir), rep.Summary.ProgressKey)
-		if err != nil || !p.Complete || p.Selection != fmt.Sprintf("--all %d/%d", i, n) || len(p.Done) != len(rep.Partitions) {
+		if err != nil || !p.Complete || p.Selection != fmt.Sprintf("--all %d/%d", i, n) || p.DoneCount() != len(rep.Partitions) {
 			t.Fatalf("shard %d: store progress %s: %+v, %v", i, rep.Summary.ProgressKey, p, err)
 		}
 	}

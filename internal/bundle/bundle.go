@@ -64,7 +64,7 @@ func forbidden(name string) bool {
 // not decode is still copied (it is evidence) when it is JSON; one that is
 // not JSON is left out and named in the returned notes.
 func Collect(ctx context.Context, st store.Store, tps []layout.TopicPartition) ([]File, []string, error) {
-	c := &collector{ctx: ctx, st: st}
+	c := &collector{st: st}
 	if len(tps) == 0 {
 		all, err := layout.ListBindings(ctx, st)
 		if err != nil {
@@ -73,23 +73,22 @@ func Collect(ctx context.Context, st store.Store, tps []layout.TopicPartition) (
 		tps = all
 	}
 	for _, tp := range tps {
-		if err := c.partition(tp); err != nil {
+		if err := c.partition(ctx, tp); err != nil {
 			return nil, nil, err
 		}
 	}
 	for _, prefix := range []string{layout.QuarantinePrefix, layout.LeasesPrefix, "tasks/retention/"} {
-		if err := c.documents(prefix, "store document"); err != nil {
+		if err := c.documents(ctx, prefix, "store document"); err != nil {
 			return nil, nil, err
 		}
 	}
-	if err := c.document("store-probe.json", "the store probe result"); err != nil {
+	if err := c.document(ctx, "store-probe.json", "the store probe result"); err != nil {
 		return nil, nil, err
 	}
 	return c.files, c.notes, nil
 }
 
 type collector struct {
-	ctx   context.Context
 	st    store.Store
 	files []File
 	notes []string
@@ -108,11 +107,11 @@ func (c *collector) add(f File) {
 }
 
 // document copies one JSON document of the store (absent: nothing).
-func (c *collector) document(key, what string) error {
+func (c *collector) document(ctx context.Context, key, what string) error {
 	if forbidden(key) || !strings.HasSuffix(key, ".json") {
 		return fmt.Errorf("support bundle: %s: %w", key, ErrRecordData)
 	}
-	data, err := c.st.Get(c.ctx, key, nil)
+	data, err := c.st.Get(ctx, key, nil)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
@@ -128,8 +127,8 @@ func (c *collector) document(key, what string) error {
 }
 
 // documents copies the JSON documents under prefix.
-func (c *collector) documents(prefix, what string) error {
-	infos, err := c.st.List(c.ctx, prefix)
+func (c *collector) documents(ctx context.Context, prefix, what string) error {
+	infos, err := c.st.List(ctx, prefix)
 	if err != nil {
 		return fmt.Errorf("support bundle: list %s: %w", prefix, err)
 	}
@@ -138,7 +137,7 @@ func (c *collector) documents(prefix, what string) error {
 			c.notes = append(c.notes, fmt.Sprintf("%s: not a document: left out", in.Key))
 			continue
 		}
-		if err := c.document(in.Key, what); err != nil {
+		if err := c.document(ctx, in.Key, what); err != nil {
 			return err
 		}
 	}
@@ -163,31 +162,31 @@ type checkpointFooter struct {
 	Error    string             `json:"error,omitempty"`
 }
 
-func (c *collector) partition(tp layout.TopicPartition) error {
+func (c *collector) partition(ctx context.Context, tp layout.TopicPartition) error {
 	key := layout.BindingKey(tp.Topic, tp.Partition)
-	if err := c.document(key, "binding"); err != nil {
+	if err := c.document(ctx, key, "binding"); err != nil {
 		return err
 	}
-	b, _, err := layout.LoadBinding(c.ctx, c.st, tp.Topic, tp.Partition)
+	b, _, err := layout.LoadBinding(ctx, c.st, tp.Topic, tp.Partition)
 	if err != nil {
 		// The raw binding (if any) is in; nothing more can be found.
 		c.notes = append(c.notes, fmt.Sprintf("%s: %v", tp, err))
 		return nil
 	}
 	sid := b.StreamID
-	if err := c.document(layout.HeadKey(sid), "stream head"); err != nil {
+	if err := c.document(ctx, layout.HeadKey(sid), "stream head"); err != nil {
 		return err
 	}
-	if err := c.documents(layout.GenerationsPrefix(sid), "generation manifest"); err != nil {
+	if err := c.documents(ctx, layout.GenerationsPrefix(sid), "generation manifest"); err != nil {
 		return err
 	}
-	if err := c.documents(layout.CompactionTaskPrefix(sid), "compaction task"); err != nil {
+	if err := c.documents(ctx, layout.CompactionTaskPrefix(sid), "compaction task"); err != nil {
 		return err
 	}
-	if err := c.document(layout.DeletionKey(sid), "deletion record"); err != nil {
+	if err := c.document(ctx, layout.DeletionKey(sid), "deletion record"); err != nil {
 		return err
 	}
-	infos, err := c.st.List(c.ctx, layout.StreamPrefix(sid))
+	infos, err := c.st.List(ctx, layout.StreamPrefix(sid))
 	if err != nil {
 		return fmt.Errorf("support bundle: list %s: %w", layout.StreamPrefix(sid), err)
 	}
@@ -196,7 +195,7 @@ func (c *collector) partition(tp layout.TopicPartition) error {
 	for _, in := range infos {
 		listing = append(listing, listingEntry{Key: in.Key, Size: in.Size, ETag: in.ETag, Modified: in.Modified})
 		if strings.HasPrefix(in.Key, layout.CheckpointsPrefix(sid)) && strings.HasSuffix(in.Key, ".nkc1") {
-			footers = append(footers, c.footer(in))
+			footers = append(footers, c.footer(ctx, in))
 		}
 	}
 	data, err := json.MarshalIndent(listing, "", "  ")
@@ -216,10 +215,10 @@ func (c *collector) partition(tp layout.TopicPartition) error {
 }
 
 // footer reads a checkpoint's footer with a ranged GET of its tail.
-func (c *collector) footer(in store.ObjectInfo) checkpointFooter {
+func (c *collector) footer(ctx context.Context, in store.ObjectInfo) checkpointFooter {
 	f := checkpointFooter{Key: in.Key, Size: in.Size, Sections: []nkc1.SectionInfo{}}
 	n := min(in.Size, nkc1.SuggestedTailRead)
-	tail, err := c.st.Get(c.ctx, in.Key, &store.Range{Offset: in.Size - n, Length: n})
+	tail, err := c.st.Get(ctx, in.Key, &store.Range{Offset: in.Size - n, Length: n})
 	if err == nil {
 		var ft *nkc1.Footer
 		if ft, err = nkc1.OpenFooter(tail, in.Size); err == nil {

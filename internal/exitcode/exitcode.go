@@ -144,3 +144,30 @@ const ListMax = errkind.ListMax
 
 // List joins items for a one-line message (errkind.List).
 func List(items []string, sep string) string { return errkind.List(items, sep) }
+
+// Worse returns the more severe of two exit codes for a run over many
+// partitions: interrupted, then verification failed (corruption), then
+// blocked, then error, then usage.
+func Worse(a, b Code) Code {
+	rank := func(c Code) int {
+		switch c {
+		case OK:
+			return 0
+		case Usage:
+			return 1
+		case Error:
+			return 2
+		case Blocked:
+			return 3
+		case Verify:
+			return 4
+		case Interrupted:
+			return 5
+		}
+		return 2
+	}
+	if rank(b) > rank(a) {
+		return b
+	}
+	return a
+}

@@ -111,3 +111,18 @@ func TestListTruncates(t *testing.T) {
 		t.Fatal("List(nil)")
 	}
 }
+
+// TestWorse: a run over many partitions exits with its most severe
+// outcome: interrupted, then verification failed, then blocked, then
+// error, then usage, then success, whatever the order they came in.
+func TestWorse(t *testing.T) {
+	order := []Code{OK, Usage, Error, Blocked, Verify, Interrupted}
+	for i, a := range order {
+		for j, b := range order {
+			want := order[max(i, j)]
+			if got := Worse(a, b); got != want {
+				t.Errorf("Worse(%d, %d) = %d, want %d", a, b, got, want)
+			}
+		}
+	}
+}

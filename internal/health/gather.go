@@ -16,10 +16,10 @@ import (
 // recovery.Objects): Gather takes its parts from there instead of listing
 // again.
 type Lister interface {
-	Checkpoints() ([]store.ObjectInfo, error)
-	GenerationsAfter(after string) ([]store.ObjectInfo, error)
+	Checkpoints(ctx context.Context) ([]store.ObjectInfo, error)
+	GenerationsAfter(ctx context.Context, after string) ([]store.ObjectInfo, error)
 	// From returns (at least) every object whose base is >= base.
-	From(base int64) ([]layout.StreamObject, error)
+	From(ctx context.Context, base int64) ([]layout.StreamObject, error)
 	// Compacted returns the compacted/ listing when the lister holds it
 	// (from a one-page listing of the stream); ok false when it does not.
 	Compacted() (infos []store.ObjectInfo, ok bool)
@@ -96,16 +96,16 @@ func Gather(ctx context.Context, st store.Store, b *layout.Binding, prior Prior)
 		}
 		lister, from = l, -1
 	}
-	objs, err := lister.From(max(from, 0))
+	objs, err := lister.From(ctx, max(from, 0))
 	if err != nil {
 		return nil, nil, fmt.Errorf("health %s: list objects: %w", b.Name(), err)
 	}
 	o.Objects, o.ObjectsFrom, o.HaveObjects = objs, from, true
-	if o.Checkpoints, err = lister.Checkpoints(); err != nil {
+	if o.Checkpoints, err = lister.Checkpoints(ctx); err != nil {
 		return nil, nil, fmt.Errorf("health %s: list checkpoints: %w", b.Name(), err)
 	}
 	o.HaveCheckpoints = true
-	infos, err := lister.GenerationsAfter("")
+	infos, err := lister.GenerationsAfter(ctx, "")
 	if err != nil {
 		return nil, nil, fmt.Errorf("health %s: list generations: %w", b.Name(), err)
 	}
@@ -211,13 +211,13 @@ type listed struct {
 	compacted   []store.ObjectInfo
 }
 
-func (l *listed) Checkpoints() ([]store.ObjectInfo, error) { return l.ckpts, nil }
-func (l *listed) GenerationsAfter(after string) ([]store.ObjectInfo, error) {
+func (l *listed) Checkpoints(context.Context) ([]store.ObjectInfo, error) { return l.ckpts, nil }
+func (l *listed) GenerationsAfter(_ context.Context, after string) ([]store.ObjectInfo, error) {
 	i := sort.Search(len(l.gens), func(i int) bool { return l.gens[i].Key > after })
 	return l.gens[i:], nil
 }
-func (l *listed) From(int64) ([]layout.StreamObject, error) { return l.objs, nil }
-func (l *listed) Compacted() ([]store.ObjectInfo, bool)     { return l.compacted, true }
+func (l *listed) From(context.Context, int64) ([]layout.StreamObject, error) { return l.objs, nil }
+func (l *listed) Compacted() ([]store.ObjectInfo, bool)                      { return l.compacted, true }
 
 // listStream lists the whole stream: one page where the store pages and
 // the stream fits (layout.ListStream), else its parts, concurrently.

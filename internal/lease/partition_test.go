@@ -91,7 +91,10 @@ func TestKeepRenewsAndStopsOnLoss(t *testing.T) {
 	st := stores(t)["mem"]
 	tp := layout.TopicPartition{Topic: "t", Partition: 1}
 	name := PartitionName(tp)
-	ttl := 300 * time.Millisecond
+	// A TTL of a second (the shortest --lease-ttl): renewals every third of
+	// it keep the lease alive even on a loaded machine (300 ms failed now
+	// and then under a parallel suite).
+	ttl := time.Second
 	err := WithPartition(context.Background(), st, tp, Options{Holder: "me/pid-1/unknown/a", TTL: ttl}, func(ctx context.Context) error {
 		time.Sleep(2 * ttl) // renewed meanwhile: still ours
 		me := FromContext(ctx).Holder()

@@ -314,15 +314,15 @@ type VerifyReport struct {
 // its checkpoints, from its one LIST page where it fits
 // (Objects.Prefetch); the returned Objects holds the complete listing.
 func listObjectsAndCheckpoints(ctx context.Context, st store.Store, sid string) (*Objects, []layout.StreamObject, []store.ObjectInfo, error) {
-	lister := NewObjects(ctx, st, sid)
-	if err := lister.Prefetch(); err != nil {
+	lister := NewObjects(st, sid)
+	if err := lister.Prefetch(ctx); err != nil {
 		return nil, nil, nil, err
 	}
-	objs, err := lister.All()
+	objs, err := lister.All(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	infos, err := lister.Checkpoints()
+	infos, err := lister.Checkpoints(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -18,7 +18,6 @@ import (
 // only lists the objects from its checkpoint's anchor object on (S3's
 // StartAfter), so its cost follows the tail, not the log.
 type Objects struct {
-	ctx   context.Context
 	st    store.Store
 	sid   string
 	start int64 // the listing covers bases >= start; -1: everything
@@ -73,7 +72,7 @@ func (p *pending) checkpoint() (*nkc1.Reader, *nkc1.Checkpoint, error) {
 // getAhead starts a GET of key (GetCapped at max bytes; max <= 0: a plain
 // GET) unless one was started. The GET is the one Check or the anchor
 // check would send later: issued early, it costs no round trip of its own.
-func (o *Objects) getAhead(key string, max int64) {
+func (o *Objects) getAhead(ctx context.Context, key string, max int64) {
 	if o.st == nil {
 		return
 	}
@@ -92,9 +91,9 @@ func (o *Objects) getAhead(key string, max int64) {
 		defer o.aheadWG.Done()
 		defer close(p.done)
 		if max > 0 {
-			p.data, p.err = store.GetCapped(o.ctx, o.st, key, max)
+			p.data, p.err = store.GetCapped(ctx, o.st, key, max)
 		} else {
-			p.data, p.err = o.st.Get(o.ctx, key, nil)
+			p.data, p.err = o.st.Get(ctx, key, nil)
 		}
 	}()
 }
@@ -162,7 +161,7 @@ func (o *Objects) readManifests() map[int64]health.Manifest {
 // and a stream that does not fit keeps the listings of its parts. Call it
 // after the head is read, as the object listing it replaces would be: an
 // object below the head is written before the head moves past it.
-func (o *Objects) Prefetch() error { return o.PrefetchFrom(-1, nil) }
+func (o *Objects) Prefetch(ctx context.Context) error { return o.PrefetchFrom(ctx, -1, nil) }
 
 // PrefetchFrom is Prefetch that, when the splits (object bases above from
 // that the caller knows: a checkpoint's) say the objects from from on
@@ -172,14 +171,14 @@ func (o *Objects) Prefetch() error { return o.PrefetchFrom(-1, nil) }
 // page that did not hold the whole stream, the parts it holds whole (the
 // checkpoints, compacted views and generations, which sort before the
 // objects) are kept.
-func (o *Objects) PrefetchFrom(from int64, splits []int64) error {
+func (o *Objects) PrefetchFrom(ctx context.Context, from int64, splits []int64) error {
 	var ranged []layout.StreamObject
 	var rangedErr error
 	var wg sync.WaitGroup
 	if from >= 0 && len(splits) > rangeKeys {
-		wg.Go(func() { ranged, rangedErr = o.listSplit(from, splits) })
+		wg.Go(func() { ranged, rangedErr = o.listSplit(ctx, from, splits) })
 	}
-	l, err := layout.ListStreamPage(o.ctx, o.st, o.sid)
+	l, err := layout.ListStreamPage(ctx, o.st, o.sid)
 	wg.Wait()
 	if err != nil {
 		return fmt.Errorf("list stream %s: %w", o.sid, err)
@@ -211,9 +210,9 @@ func (o *Objects) PrefetchFrom(from int64, splits []int64) error {
 }
 
 // Checkpoints returns the stream's checkpoint listing (listed once).
-func (o *Objects) Checkpoints() ([]store.ObjectInfo, error) {
+func (o *Objects) Checkpoints(ctx context.Context) ([]store.ObjectInfo, error) {
 	if !o.ckptsOK {
-		infos, err := o.st.List(o.ctx, layout.CheckpointsPrefix(o.sid))
+		infos, err := o.st.List(ctx, layout.CheckpointsPrefix(o.sid))
 		if err != nil {
 			return nil, err
 		}
@@ -227,9 +226,9 @@ func (o *Objects) Checkpoints() ([]store.ObjectInfo, error) {
 //
 // The whole generations/ listing is taken once and kept: the health check
 // needs every generation, the tail only those after its checkpoint's.
-func (o *Objects) GenerationsAfter(after string) ([]store.ObjectInfo, error) {
+func (o *Objects) GenerationsAfter(ctx context.Context, after string) ([]store.ObjectInfo, error) {
 	if !o.gensOK {
-		infos, err := store.ListETags(o.ctx, o.st, layout.GenerationsPrefix(o.sid))
+		infos, err := store.ListETags(ctx, o.st, layout.GenerationsPrefix(o.sid))
 		if err != nil {
 			return nil, err
 		}
@@ -240,8 +239,8 @@ func (o *Objects) GenerationsAfter(after string) ([]store.ObjectInfo, error) {
 }
 
 // NewObjects lists lazily from st.
-func NewObjects(ctx context.Context, st store.Store, sid string) *Objects {
-	return &Objects{ctx: ctx, st: st, sid: sid}
+func NewObjects(st store.Store, sid string) *Objects {
+	return &Objects{st: st, sid: sid}
 }
 
 // AllObjects wraps a complete listing.
@@ -250,11 +249,11 @@ func AllObjects(objs []layout.StreamObject) *Objects {
 }
 
 // All returns every object of the stream.
-func (o *Objects) All() ([]layout.StreamObject, error) {
+func (o *Objects) All(ctx context.Context) ([]layout.StreamObject, error) {
 	if o.ok && o.start < 0 {
 		return o.objs, nil
 	}
-	objs, err := layout.ListObjects(o.ctx, o.st, o.sid)
+	objs, err := layout.ListObjects(ctx, o.st, o.sid)
 	if err != nil {
 		return nil, fmt.Errorf("list objects: %w", err)
 	}
@@ -263,13 +262,13 @@ func (o *Objects) All() ([]layout.StreamObject, error) {
 }
 
 // From returns (at least) every object whose base is >= base.
-func (o *Objects) From(base int64) ([]layout.StreamObject, error) {
+func (o *Objects) From(ctx context.Context, base int64) ([]layout.StreamObject, error) {
 	if o.ok && (o.start < 0 || o.start <= base) {
 		return o.objs, nil
 	}
 	// Keys are <base 20 digits>-<end>.kb: everything after "<base>"
 	// has a base >= base.
-	infos, err := o.st.ListAfter(o.ctx, layout.ObjectsPrefix(o.sid), layout.ObjectsPrefix(o.sid)+fmt.Sprintf("%020d", base))
+	infos, err := o.st.ListAfter(ctx, layout.ObjectsPrefix(o.sid), layout.ObjectsPrefix(o.sid)+fmt.Sprintf("%020d", base))
 	if err != nil {
 		return nil, fmt.Errorf("list objects: %w", err)
 	}
@@ -299,11 +298,11 @@ const (
 // come one after another, a long stream's listing then costs about one
 // round of requests instead of one per page; a short one stays one LIST.
 // The result is exactly From(base)'s.
-func (o *Objects) FromSplit(base int64, splits []int64) ([]layout.StreamObject, error) {
+func (o *Objects) FromSplit(ctx context.Context, base int64, splits []int64) ([]layout.StreamObject, error) {
 	if o.ok && (o.start < 0 || o.start <= base) {
 		return o.objs, nil
 	}
-	objs, err := o.listSplit(base, splits)
+	objs, err := o.listSplit(ctx, base, splits)
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +312,7 @@ func (o *Objects) FromSplit(base int64, splits []int64) ([]layout.StreamObject, 
 
 // listSplit lists the objects whose base is >= base as FromSplit does,
 // keeping nothing.
-func (o *Objects) listSplit(base int64, splits []int64) ([]layout.StreamObject, error) {
+func (o *Objects) listSplit(ctx context.Context, base int64, splits []int64) ([]layout.StreamObject, error) {
 	var cuts []int64
 	for _, s := range splits {
 		if s > base && (len(cuts) == 0 || s > cuts[len(cuts)-1]) {
@@ -322,7 +321,7 @@ func (o *Objects) listSplit(base int64, splits []int64) ([]layout.StreamObject, 
 	}
 	ranges := min(maxListRanges, (len(cuts)+rangeKeys-1)/rangeKeys)
 	if ranges <= 1 {
-		infos, err := o.st.ListAfter(o.ctx, layout.ObjectsPrefix(o.sid), layout.ObjectsPrefix(o.sid)+fmt.Sprintf("%020d", base))
+		infos, err := o.st.ListAfter(ctx, layout.ObjectsPrefix(o.sid), layout.ObjectsPrefix(o.sid)+fmt.Sprintf("%020d", base))
 		if err != nil {
 			return nil, fmt.Errorf("list objects: %w", err)
 		}
@@ -336,7 +335,7 @@ func (o *Objects) listSplit(base int64, splits []int64) ([]layout.StreamObject, 
 	prefix := layout.ObjectsPrefix(o.sid)
 	key := func(b int64) string { return prefix + fmt.Sprintf("%020d", b) }
 	starts := append([]int64{base}, cuts...)
-	parts, err := fleet.Map(o.ctx, len(starts), starts, func(ctx context.Context, i int, from int64) ([]store.ObjectInfo, error) {
+	parts, err := fleet.Map(ctx, len(starts), starts, func(ctx context.Context, i int, from int64) ([]store.ObjectInfo, error) {
 		before := ""
 		if i+1 < len(starts) {
 			before = key(starts[i+1])

@@ -50,12 +50,12 @@ func TestFromSplitEqualsFrom(t *testing.T) {
 			}
 		}
 		slices.Sort(splits)
-		want, err := NewObjects(ctx, st, sid).From(base)
+		want, err := NewObjects(st, sid).From(ctx, base)
 		if err != nil {
 			t.Fatal(err)
 		}
 		before := counter.Counts()["LIST"]
-		got, err := NewObjects(ctx, counter, sid).FromSplit(base, splits)
+		got, err := NewObjects(counter, sid).FromSplit(ctx, base, splits)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -86,13 +86,13 @@ func PlanReplay(ctx context.Context, st store.Store, b *layout.Binding) (*Plan, 
 		_, lastGen = part.SealedEnd()
 		lastGen = max(lastGen, maxSourceGen(cp.Coverage.Sources))
 	}
-	if err := checkRetained(lister, b, h, part); err != nil {
+	if err := checkRetained(ctx, lister, b, h, part); err != nil {
 		return nil, err
 	}
 	if part == nil {
 		// As Replay: the retention floor, the import's genesis, a
 		// checkpoint at the first offset, or the first object.
-		all, err := lister.All()
+		all, err := lister.All(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("replay plan %s: %w", b.Name(), err)
 		}
@@ -138,7 +138,7 @@ func PlanReplay(ctx context.Context, st store.Store, b *layout.Binding) (*Plan, 
 	}
 	p.Manifests = len(lister.readManifests())
 	if p.From < p.To {
-		objs, err := lister.From(p.From)
+		objs, err := lister.From(ctx, p.From)
 		if err != nil {
 			return nil, fmt.Errorf("replay plan %s: %w", b.Name(), err)
 		}

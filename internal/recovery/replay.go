@@ -300,11 +300,11 @@ func (r *replayer) startState(ctx context.Context) error {
 		r.hydrate(cands, chosen, cp)
 	}
 	// No hole between the durable trim and the head, on every path.
-	if err := checkRetained(r.lister, r.b, r.h, r.part); err != nil {
+	if err := checkRetained(ctx, r.lister, r.b, r.h, r.part); err != nil {
 		return err
 	}
 	if r.part == nil {
-		all, err := r.lister.All()
+		all, err := r.lister.All(ctx)
 		if err != nil {
 			return fmt.Errorf("replay %s: %w", r.b.Name(), err)
 		}
@@ -383,7 +383,7 @@ func (r *replayer) startState(ctx context.Context) error {
 // the head, expiring producers where the checkpoint a full replay mirrors
 // was anchored.
 func (r *replayer) toHead(ctx context.Context) error {
-	objs, err := r.lister.From(r.part.NextOffset)
+	objs, err := r.lister.From(ctx, r.part.NextOffset)
 	if err != nil {
 		return fmt.Errorf("replay %s: %w", r.b.Name(), err)
 	}
@@ -494,7 +494,7 @@ func skippedCheckpoints(cands []Candidate, b *layout.Binding, h *layout.Head) []
 // offset-index entry: both are objects of the chain), so the listing covers
 // the object holding the trim without listing what lies below; only a hole
 // found that way is confirmed against the whole listing.
-func checkRetained(lister *Objects, b *layout.Binding, h *layout.Head, part *state.Partition) error {
+func checkRetained(ctx context.Context, lister *Objects, b *layout.Binding, h *layout.Head, part *state.Partition) error {
 	if h.Trim >= h.Head {
 		return nil
 	}
@@ -507,16 +507,16 @@ func checkRetained(lister *Objects, b *layout.Binding, h *layout.Head, part *sta
 	if from >= 0 {
 		// The range from the trim's object to the head, listed in a few
 		// concurrent ranges cut at object bases the checkpoint knows.
-		objs, err = lister.FromSplit(from, knownBases(part, from))
+		objs, err = lister.FromSplit(ctx, from, knownBases(part, from))
 	} else {
-		objs, err = lister.All()
+		objs, err = lister.All(ctx)
 	}
 	if err != nil {
 		return fmt.Errorf("replay %s: %w", b.Name(), err)
 	}
 	missing := stream.Missing(objs, h.Trim, h.Head)
 	if len(missing) > 0 && from > 0 {
-		if objs, err = lister.All(); err != nil {
+		if objs, err = lister.All(ctx); err != nil {
 			return fmt.Errorf("replay %s: %w", b.Name(), err)
 		}
 		missing = stream.Missing(objs, h.Trim, h.Head)
@@ -591,7 +591,7 @@ func maxSourceGen(srcs []nkc1.SourceRef) int64 {
 // floor) and returns the first that passes every check; the others are
 // reported with their reason.
 func choose(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Head, objs *Objects, newestFirst bool, maxAnchor int64) ([]Candidate, int, *nkc1.Checkpoint, error) {
-	infos, err := objs.Checkpoints()
+	infos, err := objs.Checkpoints(ctx)
 	if err != nil {
 		return nil, -1, nil, fmt.Errorf("replay %s: list checkpoints: %w", b.Name(), err)
 	}
@@ -651,7 +651,7 @@ func choose(ctx context.Context, st store.Store, b *layout.Binding, h *layout.He
 // passes every check and has the SHA-256 the binding recorded, skipped
 // with the reason otherwise (also when it is not listed).
 func chooseKey(ctx context.Context, st store.Store, b *layout.Binding, h *layout.Head, objs *Objects, key, sha string) ([]Candidate, int, *nkc1.Checkpoint, error) {
-	infos, err := objs.Checkpoints()
+	infos, err := objs.Checkpoints(ctx)
 	if err != nil {
 		return nil, -1, nil, fmt.Errorf("replay %s: list checkpoints: %w", b.Name(), err)
 	}
@@ -687,11 +687,11 @@ func chooseKey(ctx context.Context, st store.Store, b *layout.Binding, h *layout
 // not the newest) only cost a request. full reads no checkpoint ahead. The
 // caller waits for the reads ahead (lister.wait) before it returns.
 func openStream(ctx context.Context, st store.Store, b *layout.Binding, full bool) (*layout.Head, *Objects, error) {
-	lister := NewObjects(ctx, st, b.StreamID)
+	lister := NewObjects(st, b.StreamID)
 	spec := ""
 	if !full && b.CheckpointRef != nil && b.CheckpointRef.Key != "" {
 		spec = b.CheckpointRef.Key
-		lister.getAhead(spec, MaxCheckpointBytes)
+		lister.getAhead(ctx, spec, MaxCheckpointBytes)
 	}
 	h, _, err := layout.LoadHead(ctx, st, b.StreamID)
 	if err != nil {
@@ -712,11 +712,11 @@ func openStream(ctx context.Context, st store.Store, b *layout.Binding, full boo
 				splits = knownBases(cp.State, floor)
 			}
 			if cp.Anchor.ObjectKey != "" {
-				lister.getAhead(cp.Anchor.ObjectKey, 0)
+				lister.getAhead(ctx, cp.Anchor.ObjectKey, 0)
 			}
 		}
 	}
-	if err := lister.PrefetchFrom(floor, splits); err != nil {
+	if err := lister.PrefetchFrom(ctx, floor, splits); err != nil {
 		lister.wait()
 		return nil, nil, fmt.Errorf("replay %s: %w", b.Name(), err)
 	}
@@ -779,7 +779,7 @@ type Checked struct {
 // with the one the checkpoint recorded (the stable-head anchor).
 func checkAnchorObject(ctx context.Context, st store.Store, a nkc1.Anchor, lister *Objects, h *layout.Head) (Reason, string) {
 	if a.ObjectKey == "" {
-		objs, err := lister.All()
+		objs, err := lister.All(ctx)
 		if err != nil {
 			return ReasonObject, err.Error()
 		}
@@ -796,7 +796,7 @@ func checkAnchorObject(ctx context.Context, st store.Store, a nkc1.Anchor, liste
 	if err != nil || end != a.Offset || a.ObjectKey != layout.ObjectKey(a.StreamID, base, end) {
 		return ReasonCorrupt, fmt.Sprintf("anchor object %q does not end at anchor %d", a.ObjectKey, a.Offset)
 	}
-	objs, err := lister.From(base)
+	objs, err := lister.From(ctx, base)
 	if err != nil {
 		return ReasonObject, err.Error()
 	}
@@ -1000,7 +1000,7 @@ func sealsAfter(ctx context.Context, st store.Store, lister *Objects, lastGen in
 	if lastGen >= 0 {
 		after = layout.GenerationKey(sid, lastGen)
 	}
-	infos, err := lister.GenerationsAfter(after)
+	infos, err := lister.GenerationsAfter(ctx, after)
 	if err != nil {
 		return nil, nil, nil, nil, nil, fmt.Errorf("list generations: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -76,22 +77,35 @@ type JobOptions struct {
 }
 
 // Progress is the local progress file of a retention run: a cache of the
-// store progress (layout.RetentionProgress), rewritten atomically whenever
-// the store progress is (at-least-once: a partition is recorded only once
-// its trim sequence is durable). Each finished partition is the record the
-// store progress holds (log starts, HW, garbage bytes) in the shape of a
-// Result; a file written by an older nereusctl, which held every
-// partition's whole result, is read the same way.
+// store progress, rewritten atomically after it (at-least-once: a
+// partition is counted done only once its trim sequence is durable).
+// Version 2 holds the store document as written (Doc reads it), so it is
+// as small as that document and bounded by the run's window, not by the
+// number of partitions; a version 1 file, written by an older nereusctl
+// (the partitions' names and a record per done partition), is still read
+// for a resume.
 type Progress struct {
 	Version int `json:"version"`
 	// Store is the store's canonical identity (StoreIdentity).
-	Store     string   `json:"store"`
-	Selection string   `json:"selection"`
-	Targets   []string `json:"partitions"`
-	NowMs     int64    `json:"now_ms"`
-	StartedMs int64    `json:"started_ms"`
-	// UpdatedMs is when the file was last written (0 in files written
-	// before it existed: StartedMs is used then).
+	Store string `json:"store"`
+	// Progress is the store progress document this file caches, strict
+	// and self-digesting (layout.RetentionProgress).
+	Progress json.RawMessage `json:"progress"`
+}
+
+// Doc decodes the store progress document the file holds.
+func (p *Progress) Doc(path string) (*layout.RetentionProgress, error) {
+	return layout.DecodeRetentionProgress("progress file "+path, p.Progress)
+}
+
+// progressV1 is the local progress file older nereusctl wrote.
+type progressV1 struct {
+	Version   int                `json:"version"`
+	Store     string             `json:"store"`
+	Selection string             `json:"selection"`
+	Targets   []string           `json:"partitions"`
+	NowMs     int64              `json:"now_ms"`
+	StartedMs int64              `json:"started_ms"`
 	UpdatedMs int64              `json:"updated_ms"`
 	Done      map[string]*Result `json:"done"`
 	Complete  bool               `json:"complete"`
@@ -164,11 +178,10 @@ func DefaultProgressFile(storeID string) string {
 
 // jobItem is one partition's outcome in a run.
 type jobItem struct {
-	r       *Result
+	r *Result
+	// resumed: the interrupted run this one resumes did the partition; it
+	// is counted in the summary (from the progress) and not listed.
 	resumed bool
-	// garbage is a resumed partition's garbage when r has no plan (taken
-	// from the store progress, not the local cache).
-	garbage int64
 	// interrupted: the run was interrupted after this partition's head
 	// CAS (the trim is durable) and before its binding step.
 	interrupted bool
@@ -181,7 +194,10 @@ type jobItem struct {
 // are in the order of o.Partitions whatever finishes first; a partition's
 // failure (a lease another job holds past the wait included) is its own
 // result and never stops the others. A dry run takes no lease and writes
-// no progress.
+// no progress. Partitions resumed from an interrupted run are not listed:
+// the progress keeps no record of each (it is a watermark and a window),
+// so the summary counts them (Resumed, and in Trimmed, Unchanged and
+// GarbageBytes).
 func RunJob(ctx context.Context, st store.Store, o JobOptions) (*JobReport, error) {
 	start := time.Now()
 	if o.PlanOnly {
@@ -204,6 +220,7 @@ func RunJob(ctx context.Context, st store.Store, o JobOptions) (*JobReport, erro
 		now = time.UnixMilli(rec.doc.NowMs)
 		rep.ProgressDiscarded = discarded
 		rep.ProgressFile, rep.ProgressKey = o.ProgressFile, rec.key
+		rep.Resumed, rep.Trimmed, rep.Unchanged, rep.GarbageBytes = rec.prior.Trimmed+rec.prior.Unchanged, rec.prior.Trimmed, rec.prior.Unchanged, rec.prior.GarbageBytes
 	}
 	rep.NowMs = now.UnixMilli()
 	var (
@@ -211,9 +228,13 @@ func RunJob(ctx context.Context, st store.Store, o JobOptions) (*JobReport, erro
 		finished int
 	)
 	all := true
-	err := fleet.Each(ctx, o.Parallel, o.Partitions, func(ctx context.Context, _ int, tp layout.TopicPartition) (*jobItem, error) {
-		it := rec.resumed(tp)
-		if it == nil {
+	err := fleet.Each(ctx, o.Parallel, o.Partitions, func(ctx context.Context, i int, tp layout.TopicPartition) (*jobItem, error) {
+		var it *jobItem
+		if resumed, err := rec.resumed(ctx, i); err != nil {
+			return nil, err
+		} else if resumed {
+			it = &jobItem{resumed: true}
+		} else {
 			var clock state.Clock
 			if o.ProducerIDExpirationMs > 0 {
 				clock = state.Clock{NowMs: now.UnixMilli(), ExpirationMs: o.ProducerIDExpirationMs}
@@ -234,8 +255,12 @@ func RunJob(ctx context.Context, st store.Store, o JobOptions) (*JobReport, erro
 				return nil, ctx.Err()
 			}
 			it = &jobItem{r: r}
-			if rec != nil && r.OK() {
-				if err := rec.record(ctx, tp, r); err != nil {
+			if rec != nil {
+				var garbage int64
+				if r.Trimmed() && r.Plan != nil {
+					garbage = r.Plan.GarbageSize
+				}
+				if err := rec.record(ctx, i, r.OK(), r.Trimmed(), garbage); err != nil {
 					return it, err
 				}
 			}
@@ -252,14 +277,13 @@ func RunJob(ctx context.Context, st store.Store, o JobOptions) (*JobReport, erro
 			all = false
 			return nil
 		}
+		if it.resumed {
+			return nil // counted from the progress
+		}
 		if it.interrupted {
 			all = false
 		}
-		if it.resumed {
-			rep.Resumed++
-		}
 		rep.count(it.r)
-		rep.GarbageBytes += it.garbage
 		if o.Emit != nil {
 			return o.Emit(it.r)
 		}
@@ -313,47 +337,93 @@ func runLeased(ctx context.Context, st store.Store, o JobOptions, req Request) *
 
 // recorder keeps a run's progress: the store document (authority for a
 // resume) and the local file (a cache of it, written from it). Finished
-// partitions are written at most every FlushEvery, store first. Per
-// partition it keeps only the store document's record.
+// partitions are written at most every FlushEvery, store first. What it
+// keeps follows the run's window, not the number of partitions: the
+// watermark, the done positions past it (at most the window: fleet.Each
+// starts position i only once i-window has finished), the failed ones
+// behind it, and counts.
 type recorder struct {
 	st         store.Store
 	key, file  string
+	store      string // the local file's store identity
 	flushEvery time.Duration
 	log        *slog.Logger
+	window     int
 
-	mu        sync.Mutex // guards doc, dirty, lastFlush
-	doc       layout.RetentionProgress
-	local     Progress // the local file's header (Done is written from doc)
-	dirty     bool
-	lastFlush time.Time
+	mu sync.Mutex // guards doc, failedAhead, dirty, lastFlush
+	// doc is the progress as this run has it: Failed and Ahead are
+	// changed in place, so a write copies them.
+	doc         layout.RetentionProgress
+	failedAhead map[int]bool // failed positions past the watermark
+	dirty       bool
+	lastFlush   time.Time
 
 	flushMu sync.Mutex // one write at a time, in order; guards etag
 	etag    string     // of the store document; "" when absent
 
-	// from is what the interrupted run finished (read-only once opened).
-	from map[string]*jobItem
+	// prior is the interrupted run's progress this one resumes (its
+	// counts are the report's resumed ones), read-only once opened; nil
+	// Legacy and zero counts when nothing is resumed.
+	prior layout.RetentionProgress
+	// legacy: the prior progress had the old shape; its records by
+	// position (recorded into doc as the run passes them).
+	legacy map[int]layout.RetentionDone
 }
 
-// resumed is tp's outcome in the interrupted run this one resumes, or nil.
-func (rc *recorder) resumed(tp layout.TopicPartition) *jobItem {
+// resumed reports whether position i was done by the interrupted run this
+// one resumes. A partition the old-shape progress names is recorded into
+// this run's progress here, as the run passes it.
+func (rc *recorder) resumed(ctx context.Context, i int) (bool, error) {
 	if rc == nil {
-		return nil
+		return false, nil
 	}
-	return rc.from[tp.String()]
+	if rc.prior.Legacy != nil {
+		d, ok := rc.legacy[i]
+		if !ok {
+			return false, nil
+		}
+		return true, rc.record(ctx, i, true, d.NewLogStart > d.LogStart, d.GarbageBytes)
+	}
+	return rc.prior.IsDone(i), nil
 }
 
-// record notes a partition whose trim sequence is durable, and writes the
-// progress if the last write is at least FlushEvery old.
-func (rc *recorder) record(ctx context.Context, tp layout.TopicPartition, r *Result) error {
+// record notes the partition at position i finished: done (its trim
+// sequence is durable; trimmed, with the garbage its trim made) or
+// failed (a resume redoes it). It advances the watermark over the
+// finished positions and writes the progress if the last write is at
+// least FlushEvery old.
+func (rc *recorder) record(ctx context.Context, i int, ok, trimmed bool, garbage int64) error {
 	rc.mu.Lock()
-	d := layout.RetentionDone{Partition: tp.String(), LogStart: r.CurrentLogStart, NewLogStart: r.NewLogStart, HW: r.HW}
-	if r.Trimmed() && r.Plan != nil {
-		d.GarbageBytes = r.Plan.GarbageSize
+	p := &rc.doc
+	switch {
+	case i < p.Watermark:
+		// A failed partition the resumed run listed, redone.
+		if k, found := slices.BinarySearch(p.Failed, i); found && ok {
+			p.Failed = slices.Delete(p.Failed, k, k+1)
+			rc.count(trimmed, garbage)
+		}
+	case i >= p.Watermark+rc.window:
+		// Past the window: the watermark is held back (by more failures
+		// than a document lists, or a partition interrupted). Not
+		// recorded; a resume redoes it, as a no-op.
+	case ok:
+		k, _ := slices.BinarySearch(p.Ahead, i)
+		p.Ahead = slices.Insert(p.Ahead, k, i)
+		rc.count(trimmed, garbage)
+	default:
+		rc.failedAhead[i] = true
 	}
-	if d.NewLogStart < d.LogStart {
-		d.NewLogStart = d.LogStart
+	for {
+		if len(p.Ahead) > 0 && p.Ahead[0] == p.Watermark {
+			p.Ahead = slices.Delete(p.Ahead, 0, 1)
+		} else if rc.failedAhead[p.Watermark] && len(p.Failed) < layout.MaxRetentionFailed {
+			delete(rc.failedAhead, p.Watermark)
+			p.Failed = append(p.Failed, p.Watermark)
+		} else {
+			break
+		}
+		p.Watermark++
 	}
-	rc.doc.Done = append(rc.doc.Done, d)
 	rc.dirty = true
 	due := time.Since(rc.lastFlush) >= rc.flushEvery
 	rc.mu.Unlock()
@@ -361,6 +431,16 @@ func (rc *recorder) record(ctx context.Context, tp layout.TopicPartition, r *Res
 		return nil
 	}
 	return rc.flush(ctx, false)
+}
+
+// count adds a done partition to the progress's counts (rc.mu held).
+func (rc *recorder) count(trimmed bool, garbage int64) {
+	if trimmed {
+		rc.doc.Trimmed++
+		rc.doc.GarbageBytes += garbage
+	} else {
+		rc.doc.Unchanged++
+	}
 }
 
 // flush writes the progress: the store document with If-Match on the ETag
@@ -375,18 +455,14 @@ func (rc *recorder) flush(ctx context.Context, complete bool) error {
 		return nil
 	}
 	now := time.Now()
-	rc.doc.UpdatedMs, rc.local.UpdatedMs = now.UnixMilli(), now.UnixMilli()
-	rc.doc.Complete, rc.local.Complete = complete, complete
-	doc, local := rc.doc, rc.local
-	// The records so far, without a copy: record only appends, past
-	// this length, and never changes one in place.
-	doc.Done = rc.doc.Done[:len(rc.doc.Done):len(rc.doc.Done)]
+	rc.doc.UpdatedMs = now.UnixMilli()
+	rc.doc.Complete = complete && rc.doc.Watermark == rc.doc.Targets && len(rc.doc.Failed) == 0
+	doc := rc.doc
+	doc.Failed, doc.Ahead = slices.Clone(rc.doc.Failed), slices.Clone(rc.doc.Ahead)
 	rc.dirty, rc.lastFlush = false, now
 	rc.mu.Unlock()
-	localBytes, err := encodeLocal(&local, doc.Done)
-	if err != nil {
-		return err
-	}
+	body := layout.Encode(&doc)
+	var err error
 	if rc.etag == "" {
 		_, err = layout.Create(ctx, rc.st, rc.key, &doc)
 	} else {
@@ -411,11 +487,15 @@ func (rc *recorder) flush(ctx context.Context, complete bool) error {
 	}
 	// The ETag a later Load reports (what If-Match compares), whatever
 	// spelling the backend's PUT response used.
-	rc.etag = store.ETagOf(layout.Encode(&doc))
+	rc.etag = store.ETagOf(body)
 	if rc.log != nil {
-		rc.log.Debug("retention progress written", "key", rc.key, "done", len(doc.Done), "complete", complete)
+		rc.log.Debug("retention progress written", "key", rc.key, "watermark", doc.Watermark, "done", doc.DoneCount(), "bytes", len(body), "complete", doc.Complete)
 	}
-	if err := localfile.WriteAtomic(rc.file, append(localBytes, '\n'), 0o644); err != nil {
+	local, err := json.MarshalIndent(&Progress{Version: 2, Store: rc.store, Progress: bytes.TrimSpace(body)}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := localfile.WriteAtomic(rc.file, append(local, '\n'), 0o644); err != nil {
 		return fmt.Errorf("retention run: write progress file %s: %w", rc.file, err)
 	}
 	return nil
@@ -423,14 +503,17 @@ func (rc *recorder) flush(ctx context.Context, complete bool) error {
 
 // openProgress finds the progress this run resumes (the store document of
 // its selection; the local file only where the store has none, as an older
-// nereusctl left it), or starts afresh, and writes the run's first
-// progress before any partition is touched. It returns why existing
-// progress was discarded, if it was.
+// nereusctl left it or the store document was removed), or starts afresh,
+// and writes the run's first progress before any partition is touched. It
+// returns why existing progress was discarded, if it was. Progress of the
+// old shape (a record per partition, in the store or a version 1 local
+// file) is resumed too: its partitions are recorded into the new shape as
+// the run passes them.
 func openProgress(ctx context.Context, st store.Store, o JobOptions, targets []string, start time.Time) (*recorder, string, error) {
 	sum := sha256.Sum256([]byte(strings.Join(targets, "\n")))
 	rc := &recorder{
-		st: st, key: layout.RetentionProgressKey(o.Selection), file: o.ProgressFile, log: o.Log,
-		flushEvery: o.FlushEvery, from: map[string]*jobItem{},
+		st: st, key: layout.RetentionProgressKey(o.Selection), file: o.ProgressFile, store: o.StoreID, log: o.Log,
+		flushEvery: o.FlushEvery, window: fleet.Window(o.Parallel), failedAhead: map[int]bool{},
 	}
 	within := o.ResumeWithin
 	if within <= 0 {
@@ -439,13 +522,12 @@ func openProgress(ctx context.Context, st store.Store, o JobOptions, targets []s
 	fresh := layout.RetentionProgress{
 		Selection: o.Selection, Targets: len(targets), TargetsSHA256: hex.EncodeToString(sum[:]),
 		NowMs: o.Now.UnixMilli(), StartedMs: start.UnixMilli(), UpdatedMs: start.UnixMilli(),
-		Holder: o.Lease.Holder, Done: []layout.RetentionDone{},
+		Holder: o.Lease.Holder, Failed: []int{}, Ahead: []int{},
 	}
 	if fresh.Holder == "" {
 		fresh.Holder = lease.Holder()
 	}
 	rc.doc = fresh
-	rc.local = Progress{Version: 1, Store: o.StoreID, Selection: o.Selection, Targets: targets, NowMs: fresh.NowMs, StartedMs: fresh.StartedMs}
 	var discarded string
 	if o.Restart {
 		var gone []string
@@ -478,77 +560,69 @@ func openProgress(ctx context.Context, st store.Store, o JobOptions, targets []s
 		return nil, "", fmt.Errorf("retention run: read progress %s: %w", rc.key, err)
 	}
 	rc.etag = etag
-	local, err := loadProgress(o.ProgressFile)
-	if errors.Is(err, os.ErrNotExist) {
-		local = nil
-	} else if err != nil {
-		return nil, "", fmt.Errorf("retention run: read progress file %s: %w", o.ProgressFile, err)
-	}
-	same := func(sel string, complete bool, nowMs int64) bool {
-		return !complete && sel == o.Selection && (!o.NowExplicit || nowMs == o.Now.UnixMilli())
-	}
-	stale := func(what string, writtenMs int64) string {
-		if age := start.Sub(time.UnixMilli(writtenMs)); age > within {
-			return fmt.Sprintf("the interrupted run's progress (%s) was last written %s ago, more than --resume-within %s: not resumed; this run plans every partition with a new clock",
-				what, age.Round(time.Second), within)
-		}
-		return ""
-	}
-	switch {
-	case sdoc != nil:
-		if !same(sdoc.Selection, sdoc.Complete, sdoc.NowMs) || sdoc.TargetsSHA256 != fresh.TargetsSHA256 {
-			// Another run's progress (finished, another clock or set of
-			// partitions): replaced, never resumed.
-			break
-		}
-		if discarded = stale(rc.key, sdoc.UpdatedMs); discarded != "" {
-			break
-		}
-		// Resume: keep the run's clock so the plan does not shift under
-		// the partitions already done, each reported from its record
-		// (the local cache holds no more than the store document).
-		rc.doc = *sdoc
-		rc.doc.Holder = fresh.Holder
-		rc.local.NowMs, rc.local.StartedMs = sdoc.NowMs, sdoc.StartedMs
-		for _, d := range sdoc.Done {
-			rc.from[d.Partition] = resumedItem(d)
-		}
-	case local != nil:
-		if !local.Complete && local.Store != o.StoreID {
+	what := rc.key
+	if sdoc == nil {
+		what = "progress file " + o.ProgressFile
+		localStore, ldoc, err := loadProgress(o.ProgressFile)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+		case err != nil:
+			return nil, "", fmt.Errorf("retention run: read progress file %s: %w", o.ProgressFile, err)
+		case !ldoc.Complete && localStore != o.StoreID:
 			// Another store's interrupted run (or a file written before
 			// progress was keyed on the store's identity): never resumed here.
-			discarded = fmt.Sprintf("progress file %s holds an interrupted run of another store (%s): not resumed; this run plans every partition", o.ProgressFile, local.Store)
-			break
+			discarded = fmt.Sprintf("progress file %s holds an interrupted run of another store (%s): not resumed; this run plans every partition", o.ProgressFile, localStore)
+		default:
+			sdoc = ldoc
 		}
-		if !same(local.Selection, local.Complete, local.NowMs) || strings.Join(local.Targets, ",") != strings.Join(targets, ",") {
-			break
-		}
-		written := local.UpdatedMs
-		if written == 0 {
-			written = local.StartedMs
-		}
-		if discarded = stale("progress file "+o.ProgressFile, written); discarded != "" {
-			break
-		}
-		// A run by an older nereusctl kept its progress only here: resume
-		// it, and from now on in the store too.
-		rc.doc.NowMs, rc.doc.StartedMs = local.NowMs, local.StartedMs
-		rc.local.NowMs, rc.local.StartedMs = local.NowMs, local.StartedMs
-		for _, name := range targets {
-			r := local.Done[name]
-			if r == nil {
-				continue
-			}
-			d := layout.RetentionDone{Partition: name, LogStart: r.CurrentLogStart, NewLogStart: max(r.NewLogStart, r.CurrentLogStart), HW: max(r.HW, r.NewLogStart, r.CurrentLogStart)}
-			if r.Trimmed() && r.Plan != nil {
-				d.GarbageBytes = r.Plan.GarbageSize
-			}
-			rc.from[name] = resumedItem(d)
-			rc.doc.Done = append(rc.doc.Done, d)
+	}
+	if sdoc != nil && !sdoc.Complete && sdoc.Selection == o.Selection && (!o.NowExplicit || sdoc.NowMs == o.Now.UnixMilli()) &&
+		sdoc.TargetsSHA256 == fresh.TargetsSHA256 && sdoc.Targets == fresh.Targets {
+		// (Otherwise another run's progress: finished, another clock or
+		// set of partitions: replaced, never resumed.)
+		if age := start.Sub(time.UnixMilli(sdoc.UpdatedMs)); age > within {
+			discarded = fmt.Sprintf("the interrupted run's progress (%s) was last written %s ago, more than --resume-within %s: not resumed; this run plans every partition with a new clock",
+				what, age.Round(time.Second), within)
+		} else {
+			rc.resume(sdoc, targets)
 		}
 	}
 	rc.dirty = true
 	return rc, discarded, rc.flush(ctx, false)
+}
+
+// resume takes up the interrupted run's progress p: its clock, so the plan
+// does not shift under the partitions already done, and what it did.
+func (rc *recorder) resume(p *layout.RetentionProgress, targets []string) {
+	rc.doc.NowMs, rc.doc.StartedMs = p.NowMs, p.StartedMs
+	if p.Legacy == nil {
+		holder := rc.doc.Holder
+		rc.doc = *p
+		rc.doc.Holder = holder
+		rc.doc.Failed, rc.doc.Ahead = slices.Clone(p.Failed), slices.Clone(p.Ahead)
+		rc.prior = *p
+		return
+	}
+	// The old shape: a record per partition, by name.
+	byName := make(map[string]layout.RetentionDone, len(p.Legacy))
+	for _, d := range p.Legacy {
+		byName[d.Partition] = d
+	}
+	rc.legacy = make(map[int]layout.RetentionDone, len(p.Legacy))
+	rc.prior = layout.RetentionProgress{Legacy: p.Legacy}
+	for i, name := range targets {
+		d, ok := byName[name]
+		if !ok {
+			continue
+		}
+		rc.legacy[i] = d
+		if d.NewLogStart > d.LogStart {
+			rc.prior.Trimmed++
+			rc.prior.GarbageBytes += d.GarbageBytes
+		} else {
+			rc.prior.Unchanged++
+		}
+	}
 }
 
 // interrupted marks a report cut short by SIGINT/SIGTERM.
@@ -573,86 +647,74 @@ func (rep *JobReport) count(r *Result) {
 	}
 }
 
-// resumedItem is a partition an interrupted run finished, reported from
-// its progress record: log starts, HW and the garbage its trim made.
-func resumedItem(d layout.RetentionDone) *jobItem {
-	tp, _ := layout.ParseTopicPartition(d.Partition)
-	return &jobItem{
-		r:       &Result{Topic: tp.Topic, Partition: tp.Partition, CurrentLogStart: d.LogStart, NewLogStart: d.NewLogStart, HW: d.HW},
-		resumed: true, garbage: d.GarbageBytes,
-	}
-}
-
-// encodeLocal is the local progress file: p's header, and as Done the
-// store document's records, each in the shape of a Result (its garbage
-// bytes, where the trim made any, in a plan holding only them), encoded
-// one at a time rather than as a map of them all.
-func encodeLocal(p *Progress, done []layout.RetentionDone) ([]byte, error) {
-	head := *p
-	head.Done = map[string]*Result{}
-	b, err := json.MarshalIndent(&head, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	// The header ends with "done": {}, then "complete" (the last
-	// occurrence: nothing after it is a string); the records go between
-	// the braces.
-	at := bytes.LastIndex(b, []byte(`"done": {}`))
-	if at < 0 {
-		return nil, errors.New("retention run: encode progress file: no done member")
-	}
-	at += len(`"done": {`)
-	var out bytes.Buffer
-	out.Grow(len(b) + len(done)*160)
-	out.Write(b[:at])
-	for i, d := range done {
-		tp, err := layout.ParseTopicPartition(d.Partition)
-		if err != nil {
-			return nil, err
-		}
-		r := Result{Topic: tp.Topic, Partition: tp.Partition, CurrentLogStart: d.LogStart, NewLogStart: d.NewLogStart, HW: d.HW}
-		if d.GarbageBytes > 0 {
-			r.Plan = &Plan{CurrentLogStart: d.LogStart, HW: d.HW, NewLogStart: d.NewLogStart, Candidates: []Candidate{}, Garbage: []Segment{}, GarbageSize: d.GarbageBytes}
-		}
-		key, _ := json.Marshal(d.Partition)
-		val, err := json.Marshal(&r)
-		if err != nil {
-			return nil, err
-		}
-		if i > 0 {
-			out.WriteByte(',')
-		}
-		out.WriteString("\n    ")
-		out.Write(key)
-		out.WriteString(": ")
-		out.Write(val)
-	}
-	if len(done) > 0 {
-		out.WriteString("\n  ")
-	}
-	out.Write(b[at:])
-	return out.Bytes(), nil
-}
-
-// maxProgressFileBytes caps the local progress file (one line per
-// partition: far above a fleet's).
+// maxProgressFileBytes caps the local progress file (a version 1 file
+// held a line per partition: far above a fleet's).
 const maxProgressFileBytes = 1 << 30
 
-func loadProgress(path string) (*Progress, error) {
+// loadProgress reads the local progress file: the store identity it was
+// written for and the progress it holds (version 1 files converted to a
+// progress of the old shape, Legacy set).
+func loadProgress(path string) (string, *layout.RetentionProgress, error) {
 	b, err := localfile.ReadInput(path, maxProgressFileBytes)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	var p Progress
+	var v struct {
+		Version int `json:"version"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return "", nil, fmt.Errorf("%w: %s", ErrProgressCorrupt, layout.PlainJSONError(err))
+	}
+	switch v.Version {
+	case 2:
+		var p Progress
+		if err := decodeOne(b, &p); err != nil {
+			return "", nil, err
+		}
+		doc, err := p.Doc(path)
+		if err != nil {
+			return "", nil, fmt.Errorf("%w: %w", ErrProgressCorrupt, err)
+		}
+		return p.Store, doc, nil
+	case 1:
+		var p progressV1
+		if err := decodeOne(b, &p); err != nil {
+			return "", nil, err
+		}
+		if p.Done == nil {
+			return "", nil, fmt.Errorf("%w: version 1 with no done list", ErrProgressCorrupt)
+		}
+		sum := sha256.Sum256([]byte(strings.Join(p.Targets, "\n")))
+		doc := &layout.RetentionProgress{Selection: p.Selection, Targets: len(p.Targets), TargetsSHA256: hex.EncodeToString(sum[:]),
+			NowMs: p.NowMs, StartedMs: p.StartedMs, UpdatedMs: p.UpdatedMs, Complete: p.Complete, Legacy: []layout.RetentionDone{}}
+		if doc.UpdatedMs == 0 {
+			doc.UpdatedMs = doc.StartedMs // written before updated_ms existed
+		}
+		for _, name := range p.Targets {
+			r := p.Done[name]
+			if r == nil {
+				continue
+			}
+			d := layout.RetentionDone{Partition: name, LogStart: r.CurrentLogStart, NewLogStart: max(r.NewLogStart, r.CurrentLogStart), HW: max(r.HW, r.NewLogStart, r.CurrentLogStart)}
+			if r.Trimmed() && r.Plan != nil {
+				d.GarbageBytes = r.Plan.GarbageSize
+			}
+			doc.Legacy = append(doc.Legacy, d)
+		}
+		return p.Store, doc, nil
+	default:
+		return "", nil, fmt.Errorf("%w: version %d: want 2 (or 1, written by an older nereusctl)", ErrProgressCorrupt, v.Version)
+	}
+}
+
+// decodeOne decodes one JSON document, refusing trailing data.
+func decodeOne(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrProgressCorrupt, layout.PlainJSONError(err))
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("%w: %s", ErrProgressCorrupt, layout.PlainJSONError(err))
 	}
 	if dec.More() {
-		return nil, fmt.Errorf("%w: trailing data after the document", ErrProgressCorrupt)
+		return fmt.Errorf("%w: trailing data after the document", ErrProgressCorrupt)
 	}
-	if p.Version != 1 || p.Done == nil {
-		return nil, fmt.Errorf("%w: version %d or no done list: want version 1", ErrProgressCorrupt, p.Version)
-	}
-	return &p, nil
+	return nil
 }

@@ -89,7 +89,7 @@ func crashAfterFirstTrim(t *testing.T, st store.Store, o JobOptions) {
 	if _, err := RunJob(context.Background(), st, o); err != nil {
 		t.Fatalf("job: %v", err)
 	}
-	p, err := loadProgress(o.ProgressFile)
+	_, p, err := loadProgress(o.ProgressFile)
 	if err != nil || p.Complete {
 		t.Fatalf("after the crash: progress %+v, %v", p, err)
 	}
@@ -123,8 +123,8 @@ func TestJobResumesOnlyItsOwnStore(t *testing.T) {
 	if rep.Resumed != 0 || rep.Trimmed != 1 || !strings.Contains(rep.ProgressDiscarded, "another store (file:///x/a/nereus-data)") {
 		t.Fatalf("store b: resumed %d, trimmed %d, discarded %q: want 0, 1 and a notice", rep.Resumed, rep.Trimmed, rep.ProgressDiscarded)
 	}
-	if p, _ := loadProgress(progress); p.Store != ob.StoreID || !p.Complete {
-		t.Fatalf("progress now %q complete %v", p.Store, p.Complete)
+	if s, p, err := loadProgress(progress); err != nil || s != ob.StoreID || !p.Complete {
+		t.Fatalf("progress now %q complete %v (%v)", s, p != nil && p.Complete, err)
 	}
 }
 
@@ -143,7 +143,7 @@ func TestJobStaleProgressNotResumed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := len(p.Done)
+	done := p.DoneCount()
 	if done == 0 || p.Complete {
 		t.Fatalf("store progress after the crash: %d done, complete %v", done, p.Complete)
 	}
@@ -375,11 +375,11 @@ func TestJobParallelPartitionLeases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Complete || len(p.Done) != len(o.Partitions)-1 {
-		t.Fatalf("store progress: %d done (complete %v), want %d", len(p.Done), p.Complete, len(o.Partitions)-1)
+	if p.Complete || p.DoneCount() != len(o.Partitions)-1 || len(p.Failed) != 1 {
+		t.Fatalf("store progress: %d done, failed %v (complete %v), want %d and the held one", p.DoneCount(), p.Failed, p.Complete, len(o.Partitions)-1)
 	}
-	for _, d := range p.Done {
-		if d.Partition == held.String() {
+	for i, tp := range o.Partitions {
+		if tp == held && p.IsDone(i) {
 			t.Fatal("the held partition is recorded as done")
 		}
 	}
@@ -497,8 +497,8 @@ func TestJobProgressWriteFailureRecordsAtTheEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(p.Done) != len(rep.Partitions) || p.Complete {
-		t.Fatalf("store progress: %d done (complete %v), the run finished %d", len(p.Done), p.Complete, len(rep.Partitions))
+	if p.DoneCount() != len(rep.Partitions) || p.Complete {
+		t.Fatalf("store progress: %d done (complete %v), the run finished %d", p.DoneCount(), p.Complete, len(rep.Partitions))
 	}
 }
 
@@ -512,7 +512,7 @@ func TestJobRestartWritesFreshProgressFirst(t *testing.T) {
 	crashAfterFirstTrim(t, st, o)
 	key := layout.RetentionProgressKey(o.Selection)
 	old, _, err := layout.LoadRetentionProgress(ctx, st, key)
-	if err != nil || len(old.Done) == 0 {
+	if err != nil || old.DoneCount() == 0 {
 		t.Fatalf("the interrupted run's progress: %+v, %v", old, err)
 	}
 	o.Restart, o.Parallel, o.FlushEvery = true, 1, time.Hour
@@ -527,7 +527,7 @@ func TestJobRestartWritesFreshProgressFirst(t *testing.T) {
 	if err != nil || !strings.Contains(rep.ProgressDiscarded, "the store progress "+key) {
 		t.Fatalf("err %v, report %+v", err, rep)
 	}
-	if seenErr != nil || len(seen.Done) != 0 || seen.StartedMs == old.StartedMs {
+	if seenErr != nil || seen.DoneCount() != 0 || seen.StartedMs == old.StartedMs {
 		t.Fatalf("after --restart, at the first partition: progress %+v, %v: want the new run's, nothing done", seen, seenErr)
 	}
 }

@@ -46,7 +46,7 @@ func TestFleetTablesCostTheirText(t *testing.T) {
 	for name, render := range map[string]func() error{
 		"status": func() error { return renderStatus(g, rows, nil) },
 		"verify": func() error {
-			out := &verifyOut{g: g, o: &verifyOptions{}, tally: newVerifyTally()}
+			out := newVerifyOut(g, &verifyOptions{})
 			for i, r := range reps {
 				out.tally.take(layout.TopicPartition{Topic: "orders", Partition: int32(i)}, r, nil)
 				if err := out.emit(r); err != nil {

@@ -1,9 +1,7 @@
 package cmd
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -383,7 +381,7 @@ func runVerify(cmd *cobra.Command, g *globals, o *verifyOptions, args []string) 
 	nowMs := now.UnixMilli()
 	base := verify.Options{Deep: o.deep, Sample: sample, NowMs: nowMs, Incremental: o.incremental, ReverifyAfter: reverify,
 		Budget: budget, Build: build(), MaxAge: maxAge, Plan: o.plan, WriteLedger: o.deep && !o.readOnly && !o.plan}
-	out := &verifyOut{g: g, o: o, tally: newVerifyTally()}
+	out := newVerifyOut(g, o)
 	// Every partition is checked, --parallel at once, and printed in the
 	// order named as it finishes (fleet.Each): one that cannot be read is
 	// a reported failure, never the end of the run. A partition is first
@@ -518,65 +516,26 @@ func (t *verifyTally) hint(storeFindings []health.Finding) string {
 // partitions prints them whole at the end), the lines about quarantined,
 // blocked and failed partitions as they come.
 type verifyOut struct {
-	g              *globals
-	o              *verifyOptions
-	tally          *verifyTally
-	n              int
-	opened, failed bool
-	rows, prow     *tableRows
-	nrows          int
+	g          *globals
+	o          *verifyOptions
+	tally      *verifyTally
+	doc        docStream // -o json and yaml
+	rows, prow *tableRows
+	nrows      int
 }
 
-// doc renders v as the output format does (writeJSON) into memory.
-func (o *verifyOut) doc(v any) ([]byte, error) {
-	var b bytes.Buffer
-	var err error
-	if wantsYAML(o.g.stdout) {
-		err = writeYAML(&b, v, false)
-	} else {
-		enc := json.NewEncoder(&b)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(v)
-	}
-	return b.Bytes(), err
+// newVerifyOut prints a verify run with options o to g's stdout.
+func newVerifyOut(g *globals, o *verifyOptions) *verifyOut {
+	return &verifyOut{g: g, o: o, tally: newVerifyTally(), doc: docStream{w: g.stdout, what: "verify"}}
 }
 
-// whole is the document with no partitions and where they go.
-func (o *verifyOut) whole(v verifyJSON) ([]byte, int, error) {
-	v.Partitions = []*verify.Report{}
-	b, err := o.doc(v)
-	if err != nil {
-		return nil, 0, err
-	}
-	marker := emptyPartitionsJSON
-	if wantsYAML(o.g.stdout) {
-		marker = emptyPartitionsYAML
-	}
-	at := bytes.Index(b, []byte(marker))
-	if at < 0 {
-		return nil, 0, fmt.Errorf("verify: render the output: no partitions member")
-	}
-	return b, at, nil
-}
-
+// head is the document with no partitions and no totals yet.
 func (o *verifyOut) head() verifyJSON {
-	return verifyJSON{SchemaVersion: SchemaVersion, Deep: o.o.deep, Incremental: o.o.incremental, ReadOnly: o.o.readOnly, Plan: o.o.plan, StoreFindings: []health.Finding{}}
-}
-
-func (o *verifyOut) write(b []byte) error {
-	if o.failed {
-		return nil
-	}
-	if _, err := o.g.stdout.Write(b); err != nil {
-		o.failed = true
-		return fmt.Errorf("verify: write the output: %w", err)
-	}
-	return nil
+	return verifyJSON{SchemaVersion: SchemaVersion, Deep: o.o.deep, Incremental: o.o.incremental, ReadOnly: o.o.readOnly, Plan: o.o.plan, StoreFindings: []health.Finding{}, Partitions: []*verify.Report{}}
 }
 
 // emit prints one finished partition.
 func (o *verifyOut) emit(r *verify.Report) error {
-	o.n++
 	if !o.g.json() {
 		if o.rows == nil {
 			o.rows = newTableRows(o.g.stdout, "PARTITION", "SCOPE", "CHECK", "OBJECT", "DETAIL")
@@ -609,41 +568,7 @@ func (o *verifyOut) emit(r *verify.Report) error {
 		}
 		return o.prow.add(r.Partition, dash(r.Coverage, ""), fmt.Sprint(r.Objects), verifyResult(r))
 	}
-	yaml := wantsYAML(o.g.stdout)
-	var out []byte
-	if !o.opened {
-		b, at, err := o.whole(o.head())
-		if err != nil {
-			return err
-		}
-		out = append(out, b[:at]...)
-		if yaml {
-			out = append(out, "partitions:\n"...)
-		} else {
-			out = append(out, `"partitions": [`...)
-		}
-		o.opened = true
-	}
-	if yaml {
-		b, err := o.doc(struct {
-			Partitions []*verify.Report `json:"partitions"`
-		}{[]*verify.Report{r}})
-		if err != nil {
-			return err
-		}
-		out = append(out, b[bytes.IndexByte(b, '\n')+1:]...)
-	} else {
-		if o.n > 1 {
-			out = append(out, ',')
-		}
-		b, err := json.MarshalIndent(r, "    ", "  ")
-		if err != nil {
-			return err
-		}
-		out = append(out, "\n    "...)
-		out = append(out, b...)
-	}
-	return o.write(out)
+	return o.doc.item(o.head(), r)
 }
 
 // finish writes the rest: the document's end with the totals, or the
@@ -673,18 +598,7 @@ func (o *verifyOut) finish(storeFindings []health.Finding, secs float64, budget 
 	if o.g.json() {
 		v := o.head()
 		v.OK, v.Findings, v.Blocked, v.Errors, v.BytesHashed, v.Seconds, v.Proof, v.StoreFindings = code == exitcode.OK, findings, t.blocked, t.failed, t.hashed, secs, t.proof, storeFindings
-		b, at, err := o.whole(v)
-		if err != nil {
-			return err
-		}
-		switch {
-		case !o.opened:
-			return o.write(b)
-		case wantsYAML(o.g.stdout):
-			return o.write(b[at+len(emptyPartitionsYAML):])
-		default:
-			return o.write(append([]byte("\n  ]"), b[at+len(emptyPartitionsJSON):]...))
-		}
+		return o.doc.end(v)
 	}
 	w := o.g.stdout
 	for _, f := range storeFindings {

@@ -48,7 +48,7 @@ func TestVerifyStreamedOutputIsTheWholeDocument(t *testing.T) {
 				o := &verifyOptions{deep: true, incremental: n == 2}
 				var got bytes.Buffer
 				g := &globals{cfg: Config{Output: format}, stdout: &trackedWriter{w: &got, yaml: format == "yaml"}}
-				out := &verifyOut{g: g, o: o, tally: newVerifyTally()}
+				out := newVerifyOut(g, o)
 				for i, r := range rs {
 					out.tally.take(layout.TopicPartition{Topic: "orders", Partition: int32(i)}, r, nil)
 					if err := out.emit(r); err != nil {

@@ -1,8 +1,6 @@
 package cmd
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -190,7 +188,7 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 	prog := g.progress("partitions", int64(len(tps)))
 	defer prog.done()
 	opts.OnPartition = func(done, total int, r *retention.Result) { prog.add(1) }
-	out := &retentionOut{g: g, dryRun: o.dryRun}
+	out := newRetentionOut(g, o.dryRun)
 	opts.Emit = g.countRetention(out.emit)
 	rep, err := retention.RunJob(ctx, st, opts)
 	prog.done()
@@ -205,7 +203,7 @@ func runRetention(cmd *cobra.Command, g *globals, o *retentionRunOptions, args [
 			}
 			return exitcode.Wrap(code, err, "rerun with --restart to discard the progress (every partition is planned again; trims already done are no-ops)")
 		}
-		if rep != nil && !out.failed && (rep.Interrupted || errors.Is(err, retention.ErrProgressConflict) || out.n > 0) {
+		if rep != nil && !out.doc.failed && (rep.Interrupted || errors.Is(err, retention.ErrProgressConflict) || out.n > 0) {
 			// The partitions done so far, then the error (a streamed
 			// document is always closed).
 			if rerr := out.finish(rep); rerr != nil {
@@ -260,14 +258,12 @@ type retentionJSON struct {
 type retentionOut struct {
 	g      *globals
 	dryRun bool
-	// n counts the partitions emitted; opened: the document's head is
-	// written (on the first partition); failed: a write failed, nothing
-	// more is written.
-	n              int
-	opened, failed bool
-	rows           *tableRows
-	worst          map[exitcode.Code]*retention.Result
-	notConfirmed   bool
+	// n counts the partitions emitted (table or document).
+	n            int
+	doc          docStream // -o json and yaml
+	rows         *tableRows
+	worst        map[exitcode.Code]*retention.Result
+	notConfirmed bool
 }
 
 // The members the streamed documents are cut at: the whole document
@@ -277,49 +273,17 @@ const (
 	emptyPartitionsYAML = "partitions: []\n"
 )
 
-// doc renders v as the output format does (writeJSON) into memory.
-func (o *retentionOut) doc(v any) ([]byte, error) {
-	var b bytes.Buffer
-	var err error
-	if wantsYAML(o.g.stdout) {
-		err = writeYAML(&b, v, false)
-	} else {
-		enc := json.NewEncoder(&b)
-		enc.SetIndent("", "  ")
-		err = enc.Encode(v)
-	}
-	return b.Bytes(), err
+// newRetentionOut prints a retention run (a dry run: dryRun) to g's stdout.
+func newRetentionOut(g *globals, dryRun bool) *retentionOut {
+	return &retentionOut{g: g, dryRun: dryRun, doc: docStream{w: g.stdout, what: "retention run"}}
 }
 
-// whole is the document of rep with no partitions, and where they go.
-func (o *retentionOut) whole(sum retention.JobSummary) ([]byte, int, error) {
-	b, err := o.doc(retentionJSON{
+// empty is the document of sum with no partitions.
+func (o *retentionOut) empty(sum retention.JobSummary) retentionJSON {
+	return retentionJSON{
 		trimJSON: trimJSON{SchemaVersion: SchemaVersion, DryRun: o.dryRun, Partitions: []*retention.Result{}},
 		Summary:  sum,
-	})
-	if err != nil {
-		return nil, 0, err
 	}
-	marker := emptyPartitionsJSON
-	if wantsYAML(o.g.stdout) {
-		marker = emptyPartitionsYAML
-	}
-	at := bytes.LastIndex(b, []byte(marker))
-	if at < 0 {
-		return nil, 0, fmt.Errorf("retention run: render the output: no partitions member")
-	}
-	return b, at, nil
-}
-
-func (o *retentionOut) write(b []byte) error {
-	if o.failed {
-		return nil
-	}
-	if _, err := o.g.stdout.Write(b); err != nil {
-		o.failed = true
-		return fmt.Errorf("retention run: write the output: %w", err)
-	}
-	return nil
 }
 
 // emit takes one finished partition (retention.JobOptions.Emit).
@@ -343,42 +307,7 @@ func (o *retentionOut) emit(r *retention.Result) error {
 		}
 		return o.rows.add(retentionRow(r, o.dryRun)...)
 	}
-	yaml := wantsYAML(o.g.stdout)
-	var out []byte
-	if !o.opened {
-		b, at, err := o.whole(retention.JobSummary{})
-		if err != nil {
-			return err
-		}
-		out = append(out, b[:at]...)
-		if yaml {
-			out = append(out, "partitions:\n"...)
-		} else {
-			out = append(out, `"partitions": [`...)
-		}
-		o.opened = true
-	}
-	if yaml {
-		b, err := o.doc(struct {
-			Partitions []*retention.Result `json:"partitions"`
-		}{[]*retention.Result{r}})
-		if err != nil {
-			return err
-		}
-		// Drop the "partitions:" line: the item is the rest.
-		out = append(out, b[bytes.IndexByte(b, '\n')+1:]...)
-	} else {
-		if o.n > 1 {
-			out = append(out, ',')
-		}
-		b, err := json.MarshalIndent(r, "    ", "  ")
-		if err != nil {
-			return err
-		}
-		out = append(out, "\n    "...)
-		out = append(out, b...)
-	}
-	return o.write(out)
+	return o.doc.item(o.empty(retention.JobSummary{}), r)
 }
 
 // finish writes the rest of the output: the document's end with the
@@ -386,18 +315,7 @@ func (o *retentionOut) emit(r *retention.Result) error {
 // run).
 func (o *retentionOut) finish(rep *retention.JobReport) error {
 	if o.g.json() {
-		b, at, err := o.whole(rep.JobSummary)
-		if err != nil {
-			return err
-		}
-		switch {
-		case !o.opened:
-			return o.write(b)
-		case wantsYAML(o.g.stdout):
-			return o.write(b[at+len(emptyPartitionsYAML):])
-		default:
-			return o.write(append([]byte("\n  ]"), b[at+len(emptyPartitionsJSON):]...))
-		}
+		return o.doc.end(o.empty(rep.JobSummary))
 	}
 	if o.rows == nil {
 		o.rows = newTableRows(o.g.stdout, retentionHeaders(rep.DryRun)...)

@@ -58,7 +58,7 @@ func TestRetentionStreamedOutputIsTheWholeDocument(t *testing.T) {
 						t.Fatal(err)
 					}
 					g := &globals{cfg: Config{Output: format}, stdout: &trackedWriter{w: &got, yaml: format == "yaml"}}
-					out := &retentionOut{g: g, dryRun: rep.DryRun}
+					out := newRetentionOut(g, rep.DryRun)
 					for _, r := range rs {
 						if err := out.emit(r); err != nil {
 							t.Fatal(err)

@@ -56,7 +56,7 @@ func TestFleetTablesCostTheirText(t *testing.T) {
 			return out.finish(nil, 1.5, &verify.Budget{})
 		},
 		"retention run": func() error {
-			out := &retentionOut{g: g}
+			out := newRetentionOut(g, false)
 			for _, r := range results {
 				if err := out.emit(r); err != nil {
 					return err

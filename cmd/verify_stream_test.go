@@ -5,12 +5,10 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/nereusctl/nereusctl/internal/health"
 	"github.com/nereusctl/nereusctl/internal/layout"
-	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/verify"
 )
 
@@ -77,25 +75,6 @@ func TestVerifyStreamedOutputIsTheWholeDocument(t *testing.T) {
 	}
 }
 
-// stdoutWatch is a store that, when the binding of partition last is
-// read, records what stdout held by then.
-type stdoutWatch struct {
-	store.Store
-	key  string
-	out  *bytes.Buffer
-	mu   sync.Mutex
-	seen string
-}
-
-func (s *stdoutWatch) Get(ctx context.Context, key string, r *store.Range) ([]byte, error) {
-	if key == s.key {
-		s.mu.Lock()
-		s.seen = s.out.String()
-		s.mu.Unlock()
-	}
-	return s.Store.Get(ctx, key, r)
-}
-
 // TestVerifyJSONIsWrittenAsPartitionsFinish: under -o json, one at a time,
 // the first partitions are on stdout before the last is read.
 func TestVerifyJSONIsWrittenAsPartitionsFinish(t *testing.T) {
@@ -108,12 +87,12 @@ func TestVerifyJSONIsWrittenAsPartitionsFinish(t *testing.T) {
 	}
 	last := tps[len(tps)-1]
 	var out, errb bytes.Buffer
-	w := &stdoutWatch{Store: mem, key: layout.BindingKey(last.Topic, last.Partition), out: &out}
+	w := &firstReadWatch{Store: mem, key: layout.BindingKey(last.Topic, last.Partition), out: &out}
 	g := &globals{stderr: &errb, st: w}
 	if code := execute(context.Background(), g, []string{"--store", "mem://" + t.Name(), "-o", "json", "--parallel", "1", "verify", "--all", "--deep"}, &out); code != 0 {
 		t.Fatalf("exit %d\n%s", code, errb.String())
 	}
-	if !strings.Contains(w.seen, `"partition": "`+tps[0].String()+`"`) || strings.Contains(w.seen, `"store_findings"`) {
-		t.Fatalf("when the last partition was read, stdout held:\n%s", w.seen)
+	if w.seen == nil || !strings.Contains(*w.seen, `"partition": "`+tps[0].String()+`"`) || strings.Contains(*w.seen, `"store_findings"`) {
+		t.Fatalf("when the last partition was first read, stdout held:\n%v", w.seen)
 	}
 }

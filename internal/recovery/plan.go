@@ -6,7 +6,6 @@ import (
 
 	"github.com/nereusctl/nereusctl/internal/health"
 	"github.com/nereusctl/nereusctl/internal/layout"
-	"github.com/nereusctl/nereusctl/internal/state"
 	"github.com/nereusctl/nereusctl/internal/store"
 	"github.com/nereusctl/nereusctl/internal/stream"
 )
@@ -68,70 +67,25 @@ func PlanReplay(ctx context.Context, st store.Store, b *layout.Binding) (*Plan, 
 		return nil, fmt.Errorf("plan: %w", err)
 	}
 	defer lister.wait()
-	p := &Plan{Head: h.Head, Trim: h.Trim, Skipped: []Candidate{}, Start: "checkpoint"}
-	var part *state.Partition
-	lastGen := int64(-1)
-	cands, chosen, cp, err := choose(ctx, counter, b, h, lister, true, 0)
-	if err != nil {
+	// The start state exactly as Replay finds it (its own step).
+	r := &replayer{st: counter, b: b, h: h, lister: lister, lastGen: -1,
+		res: &Result{Binding: b, Head: *h, Sources: map[int64]string{}}}
+	if err := r.startState(ctx); err != nil {
 		return nil, err
 	}
-	for _, c := range cands {
+	p := &Plan{Head: h.Head, Trim: h.Trim, Skipped: []Candidate{}, Checkpoint: r.res.Chosen, Start: "first-object"}
+	switch {
+	case r.res.Genesis:
+		p.Start = "genesis"
+	case r.res.Chosen != nil:
+		p.Start = "checkpoint"
+	}
+	for _, c := range r.res.Candidates {
 		if c.Status == "skipped" {
 			p.Skipped = append(p.Skipped, c)
 		}
 	}
-	if chosen >= 0 {
-		p.Checkpoint = &cands[chosen]
-		part = cp.State
-		_, lastGen = part.SealedEnd()
-		lastGen = max(lastGen, maxSourceGen(cp.Coverage.Sources))
-	}
-	if err := checkRetained(ctx, lister, b, h, part); err != nil {
-		return nil, err
-	}
-	if part == nil {
-		// As Replay: the retention floor, the import's genesis, a
-		// checkpoint at the first offset, or the first object.
-		all, err := lister.All(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("replay plan %s: %w", b.Name(), err)
-		}
-		first := stream.FirstOffset(all, h.Head)
-		p.Start = "first-object"
-		switch {
-		case first > h.Trim:
-			if _, err := stream.Chain(all, h.Trim, h.Head); err != nil {
-				return nil, fmt.Errorf("replay plan %s: %w", b.Name(), err)
-			}
-			return nil, fmt.Errorf("replay plan %s: %w: the chain of objects to the head starts at %d, above the durable trim %d", b.Name(), stream.ErrMissing, first, h.Trim)
-		case first > h.Start:
-			// Replay without --full takes no floor: it has no state for
-			// the collected objects.
-			return nil, fmt.Errorf("replay plan %s: %w: the objects for offsets [%d, %d), below the durable trim %d, are missing and no valid checkpoint holds the state they carried", b.Name(), stream.ErrMissing, h.Start, first, h.Trim)
-		case b.ImportGenesis() != nil:
-			g := b.ImportGenesis()
-			cands, chosen, cp, err = chooseKey(ctx, counter, b, h, lister, g.Key, g.SHA256)
-			if err == nil && chosen >= 0 {
-				p.Start = "genesis"
-			}
-		default:
-			cands, chosen, cp, err = choose(ctx, counter, b, h, lister, false, max(first, 1))
-			if err == nil && chosen >= 0 && cp.Anchor.Offset != first {
-				chosen = -1
-			}
-		}
-		if err != nil {
-			return nil, err
-		}
-		if chosen >= 0 {
-			p.Checkpoint = &cands[chosen]
-			part = cp.State
-			_, lastGen = part.SealedEnd()
-			lastGen = max(lastGen, maxSourceGen(cp.Coverage.Sources))
-		} else {
-			part = state.New(first)
-		}
-	}
+	part, lastGen := r.part, r.lastGen
 	p.From, p.To = part.NextOffset, h.Head
 	if _, _, _, _, _, err := sealsAfter(ctx, counter, lister, lastGen); err != nil {
 		return nil, fmt.Errorf("replay plan %s: %w", b.Name(), err)
@@ -151,11 +105,7 @@ func PlanReplay(ctx context.Context, st store.Store, b *layout.Binding) (*Plan, 
 			p.Bytes += o.Size
 		}
 	}
-	var known map[int64]health.KnownManifest
-	if p.Checkpoint != nil && cp != nil {
-		known = knownManifests(cp)
-	}
-	rep, _, err := health.Gather(ctx, counter, b, health.Prior{Head: h, Lister: lister, ObjectsFrom: lister.ListedFrom(), Manifests: lister.readManifests(), Known: known, Skipped: skippedCheckpoints(cands, b, h)})
+	rep, _, err := health.Gather(ctx, counter, b, health.Prior{Head: h, Lister: lister, ObjectsFrom: lister.ListedFrom(), Manifests: lister.readManifests(), Known: r.res.known, Skipped: skippedCheckpoints(r.res.Candidates, b, h)})
 	if err != nil {
 		return nil, fmt.Errorf("replay plan %s: %w", b.Name(), err)
 	}

@@ -80,7 +80,7 @@ func TestRestartEconomyTwoLengthsS3(t *testing.T) {
 					c.other++
 				}
 			}
-			c.waves = waves(s.Arrivals, restartDelay)
+			c.waves = s.Waves(restartDelay)
 			if testing.Verbose() {
 				for i, a := range s.Arrivals {
 					t.Logf("  %6.1f ms +%6.1f ms %s", float64(a.Sub(s.Arrivals[0]).Microseconds())/1000, float64(s.Served[i].Microseconds())/1000, s.Targets[i])
@@ -131,21 +131,4 @@ func TestRestartEconomyTwoLengthsS3(t *testing.T) {
 	if long.lists > 2+int64(long.retained)/400 {
 		t.Errorf("%d LISTs for %d retained objects", long.lists, long.retained)
 	}
-}
-
-// waves counts the dependent rounds among arrivals: a request that waited
-// for another's answer arrives at least a delay after it, so an arrival
-// more than three quarters of a delay after the first of the current
-// round starts a new one (requests sent together, spread by the client's
-// work between them, stay one round).
-func waves(arrivals []time.Time, delay time.Duration) int {
-	n := 0
-	var start time.Time
-	for _, a := range arrivals {
-		if n == 0 || a.Sub(start) > delay*3/4 {
-			n++
-			start = a
-		}
-	}
-	return n
 }

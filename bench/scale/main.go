@@ -662,7 +662,7 @@ func restart(bin string, env []string, endpoint string, delay time.Duration) err
 		s := bestStats
 		rt := (best.seconds - startup) / delay.Seconds()
 		fmt.Printf("%-38s %7.3f s (best of %d) = %5.1f round trips of %v after process start; %d requests %v, %d of the GETs LISTs; %d waves; peak in flight %d; nereusctl cpu %.2f s, gateway %.2f s\n",
-			c.name, best.seconds, c.runs, rt, delay, s.Requests, s.Methods, s.Lists(), waves(s.Arrivals, delay), best.inFlight, best.clientCPU, best.gatewayCPU)
+			c.name, best.seconds, c.runs, rt, delay, s.Requests, s.Methods, s.Lists(), s.Waves(delay), best.inFlight, best.clientCPU, best.gatewayCPU)
 		if *restartTrace && len(s.Arrivals) > 0 && len(s.Arrivals) < 500 {
 			for i, a := range s.Arrivals {
 				fmt.Printf("  %7.1f ms  +%6.1f ms  %s\n", float64(a.Sub(s.Arrivals[0]).Microseconds())/1000, float64(s.Served[i].Microseconds())/1000, s.Targets[i])
@@ -673,20 +673,4 @@ func restart(bin string, env []string, endpoint string, delay time.Duration) err
 		}
 	}
 	return nil
-}
-
-// waves counts the dependent rounds in arrivals: a request that waited for
-// another's answer arrives at least a delay after it, so an arrival more
-// than three quarters of a delay after the first of the current wave
-// starts a new one.
-func waves(arrivals []time.Time, delay time.Duration) int {
-	n := 0
-	var start time.Time
-	for _, a := range arrivals {
-		if n == 0 || a.Sub(start) > delay*3/4 {
-			n++
-			start = a
-		}
-	}
-	return n
 }

@@ -75,6 +75,23 @@ type Stats struct {
 	Served []time.Duration
 }
 
+// Waves counts the dependent rounds among the arrivals at a proxy of the
+// given delay: a request that waited for another's answer arrives at least
+// a delay after it, so an arrival more than three quarters of a delay after
+// the first of the current round starts a new one (requests sent together,
+// spread by the client's work between them, stay one round).
+func (s Stats) Waves(delay time.Duration) int {
+	n := 0
+	var start time.Time
+	for _, a := range s.Arrivals {
+		if n == 0 || a.Sub(start) > delay*3/4 {
+			n++
+			start = a
+		}
+	}
+	return n
+}
+
 // Lists counts the requests of Targets that are S3 LISTs (a GET of a
 // bucket with list-type=2 or a prefix query).
 func (s Stats) Lists() int64 {

@@ -114,3 +114,24 @@ func TestFailFirstAttemptsAndRecords(t *testing.T) {
 		t.Fatalf("after reset: %+v", s)
 	}
 }
+
+// TestWaves: requests sent together (spread by less than three quarters of
+// a delay) are one round; one sent after an answer opens the next.
+func TestWaves(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	at := func(ms ...int) Stats {
+		var s Stats
+		for _, m := range ms {
+			s.Arrivals = append(s.Arrivals, t0.Add(time.Duration(m)*time.Millisecond))
+		}
+		return s
+	}
+	for _, c := range []struct {
+		s    Stats
+		want int
+	}{{at(), 0}, {at(0), 1}, {at(0, 5, 14), 1}, {at(0, 5, 30, 31, 60), 3}, {at(0, 16, 32, 48), 4}} {
+		if got := c.s.Waves(20 * time.Millisecond); got != c.want {
+			t.Errorf("Waves(%v) = %d, want %d", c.s.Arrivals, got, c.want)
+		}
+	}
+}

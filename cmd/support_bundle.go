@@ -19,6 +19,7 @@ import (
 	"github.com/nereusctl/nereusctl/internal/exitcode"
 	"github.com/nereusctl/nereusctl/internal/layout"
 	"github.com/nereusctl/nereusctl/internal/localfile"
+	"github.com/nereusctl/nereusctl/internal/store"
 )
 
 // bundleOutput is support-bundle's --output/-o: the global flag of the
@@ -176,7 +177,7 @@ func runSupportBundle(cmd *cobra.Command, g *globals, output string, args []stri
 		what := fmt.Sprintf("nereusctl %s -o json (exit %d)", strings.Join(c.args, " "), code)
 		files = append(files, bundle.File{Name: c.file, What: what, Data: out.Bytes()})
 		if errb.Len() > 0 {
-			files = append(files, bundle.File{Name: strings.TrimSuffix(c.file, ".json") + ".stderr.txt", What: "its stderr", Data: []byte(bundle.Redact(errb.String()))})
+			files = append(files, bundle.File{Name: strings.TrimSuffix(c.file, ".json") + ".stderr.txt", What: "its stderr", Data: []byte(store.RedactText(errb.String()))})
 		}
 		runs = append(runs, supportBundleRun{Command: "nereusctl " + strings.Join(c.args, " "), Exit: code, File: c.file})
 	}
@@ -245,7 +246,7 @@ func redactedConfig(c Config) bundleConfig {
 		if s, ok := v.Field(i).Interface().([]string); ok {
 			r := make([]string, len(s))
 			for j := range s {
-				r[j] = bundle.Redact(s[j])
+				r[j] = store.RedactURL(s[j])
 			}
 			val = strings.Join(r, ",")
 		}
@@ -262,10 +263,10 @@ func redactedConfig(c Config) bundleConfig {
 }
 
 func redactValue(name, val string) string {
-	if bundle.SecretName(name) && val != "" {
+	if store.SecretName(name) && val != "" {
 		return "REDACTED"
 	}
-	return bundle.Redact(val)
+	return store.RedactText(val)
 }
 
 func jsonIndent(v any) ([]byte, error) {

@@ -25,7 +25,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"path"
 	"sort"
 	"strings"
@@ -229,46 +228,6 @@ func (c *collector) footer(ctx context.Context, in store.ObjectInfo) checkpointF
 		f.Error = err.Error()
 	}
 	return f
-}
-
-// Redact returns s with the credentials a URL can carry replaced: the
-// userinfo's password, and the values of query parameters that name a
-// secret (signature, token, key, password, credential).
-func Redact(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.Scheme == "" {
-		return s
-	}
-	if u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), "REDACTED")
-		} else {
-			u.User = url.User("REDACTED")
-		}
-	}
-	q := u.Query()
-	changed := false
-	for k := range q {
-		if SecretName(k) {
-			q.Set(k, "REDACTED")
-			changed = true
-		}
-	}
-	if changed {
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
-}
-
-// SecretName reports a setting or parameter name that holds a secret.
-func SecretName(name string) bool {
-	n := strings.ToLower(name)
-	for _, w := range []string{"secret", "token", "password", "passwd", "signature", "credential", "session", "access_key", "access-key", "accesskey", "apikey", "api_key", "auth"} {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	return false
 }
 
 // Write writes files as a tar.gz to w, MANIFEST first: one line per file,

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 )
@@ -164,9 +165,12 @@ func CloseStore(s Store) error {
 	return nil
 }
 
-// RedactURL returns u fit for messages: any user information (a password
-// or key someone put in a URL) is replaced, and a URL that does not parse
-// but may hold some is withheld.
+// RedactURL returns u fit for messages and support bundles: a password in
+// its user information is replaced (user information without one, a key
+// put where the user goes, is replaced whole), so are the values of query
+// parameters that name a secret (a presigned URL's signature, credential
+// and token: SecretName), and a URL that does not parse but may hold
+// credentials is withheld.
 func RedactURL(u string) string {
 	p, err := url.Parse(u)
 	if err != nil {
@@ -175,9 +179,50 @@ func RedactURL(u string) string {
 		}
 		return u
 	}
-	if p.User != nil {
-		p.User = url.User("REDACTED")
-		return p.String()
+	if p.Scheme == "" {
+		return u
 	}
-	return u
+	changed := false
+	if p.User != nil {
+		if _, ok := p.User.Password(); ok {
+			p.User = url.UserPassword(p.User.Username(), "REDACTED")
+		} else {
+			p.User = url.User("REDACTED")
+		}
+		changed = true
+	}
+	q := p.Query()
+	for k := range q {
+		if SecretName(k) {
+			q.Set(k, "REDACTED")
+			changed = true
+		}
+	}
+	if !changed {
+		return u
+	}
+	p.RawQuery = q.Encode()
+	return p.String()
+}
+
+// urlInText finds what looks like a URL in free text: a scheme, "://",
+// then everything up to white space or a quote.
+var urlInText = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>]+`)
+
+// RedactText is s with every URL in it redacted by RedactURL (a command's
+// stderr, a log line).
+func RedactText(s string) string {
+	return urlInText.ReplaceAllStringFunc(s, RedactURL)
+}
+
+// SecretName reports a setting, variable or query parameter name that
+// holds a secret.
+func SecretName(name string) bool {
+	n := strings.ToLower(name)
+	for _, w := range []string{"secret", "token", "password", "passwd", "signature", "credential", "session", "access_key", "access-key", "accesskey", "apikey", "api_key", "auth"} {
+		if strings.Contains(n, w) {
+			return true
+		}
+	}
+	return false
 }

@@ -126,3 +126,32 @@ func TestS3EndpointRules(t *testing.T) {
 		}
 	}
 }
+
+// TestRedactURLAndText: a password, a key in the user's place and a
+// presigned URL's secrets are replaced, in a URL alone or in free text
+// (a command's stderr); the rest is left as it was.
+func TestRedactURLAndText(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://user:pw@gw:9091/metrics":              "http://user:REDACTED@gw:9091/metrics",
+		"s3://bucket/prefix":                          "s3://bucket/prefix",
+		"https://h/p?X-Amz-Signature=abc&region=eu-1": "https://h/p?X-Amz-Signature=REDACTED&region=eu-1",
+		"https://tok@h/":                              "https://REDACTED@h/",
+		"file:///var/nereus":                          "file:///var/nereus",
+		"not a url":                                   "not a url",
+		"s3://a@b/%zz":                                "(URL withheld: it may contain credentials)",
+	} {
+		if got := store.RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
+		}
+	}
+	text := "nereusctl: open s3://u:pw@h/b failed\nwarn: http://k:secret@127.0.0.1:9000 down, see \"https://h/p?X-Amz-Credential=AK\"\n"
+	want := "nereusctl: open s3://u:REDACTED@h/b failed\nwarn: http://k:REDACTED@127.0.0.1:9000 down, see \"https://h/p?X-Amz-Credential=REDACTED\"\n"
+	if got := store.RedactText(text); got != want {
+		t.Errorf("RedactText:\n%q\nwant\n%q", got, want)
+	}
+	for name, want := range map[string]bool{"AWS_SECRET_ACCESS_KEY": true, "AWS_SESSION_TOKEN": true, "AWS_ACCESS_KEY_ID": true, "AWS_REGION": false, "store": false, "push-gateway": false} {
+		if store.SecretName(name) != want {
+			t.Errorf("SecretName(%s) = %v", name, !want)
+		}
+	}
+}

@@ -41,9 +41,11 @@ func openMeteredStore(ctx context.Context, cfg Config, create bool, log *slog.Lo
 		S3Region:    cfg.S3Region,
 		S3PathStyle: cfg.S3PathStyle,
 		S3AllowHTTP: cfg.S3AllowHTTP,
-		Create:      create,
-		Log:         log,
-		Meter:       meter,
+		// The SDK's own GET, for an A/B of the direct one (docs/configuration.md).
+		S3SDKGet: os.Getenv("NEREUSCTL_S3_SDK_GET") == "true",
+		Create:   create,
+		Log:      log,
+		Meter:    meter,
 	})
 	if err != nil {
 		return nil, err

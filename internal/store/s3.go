@@ -53,6 +53,11 @@ type S3Config struct {
 	// Meter counts every HTTP attempt and holds the request budget (nil:
 	// none).
 	Meter *Meter
+	// SDKGet sends GETs through the SDK's operation (its middleware stack)
+	// instead of the direct signed request (s3direct.go): the baseline of
+	// the benchmarks, and a way back should a store answer the two
+	// differently (NEREUSCTL_S3_SDK_GET=true).
+	SDKGet bool
 }
 
 // S3 is the s3:// backend (aws-sdk-go-v2).
@@ -73,8 +78,9 @@ type S3Config struct {
 type S3 struct {
 	client   *s3.Client
 	bucket   string
-	prefix   string // "" or ending in "/"
-	endpoint string // the endpoint requests go to; "" for AWS's own
+	prefix   string     // "" or ending in "/"
+	endpoint string     // the endpoint requests go to; "" for AWS's own
+	direct   *directGet // nil: GETs go through the SDK
 }
 
 var _ Store = (*S3)(nil)
@@ -96,8 +102,16 @@ func NewS3(ctx context.Context, c S3Config) (*S3, error) {
 	if prefix != "" {
 		prefix += "/"
 	}
-	return &S3{client: client, bucket: c.Bucket, prefix: prefix, endpoint: endpoint}, nil
+	s := &S3{client: client, bucket: c.Bucket, prefix: prefix, endpoint: endpoint}
+	if !c.SDKGet {
+		s.direct = newDirectGet(ctx, client, c.Bucket)
+	}
+	return s, nil
 }
+
+// DirectGet reports whether GETs are sent as direct signed requests
+// rather than through the SDK's operation (s3direct.go).
+func (s *S3) DirectGet() bool { return s.direct != nil }
 
 // Endpoint is the endpoint the client sends its requests to, as
 // ResolveS3Endpoint gives it ("" for AWS's own).
@@ -430,10 +444,19 @@ func (s *S3) Head(ctx context.Context, key string) (ObjectInfo, error) {
 }
 
 func (s *S3) Get(ctx context.Context, key string, r *Range) ([]byte, error) {
+	return s.get(ctx, key, r, nil)
+}
+
+// GetInto is Get of the whole object into buf (IntoGetter): on the direct
+// path a chain of reads reuses its buffers.
+func (s *S3) GetInto(ctx context.Context, key string, buf []byte) ([]byte, error) {
+	return s.get(ctx, key, nil, buf)
+}
+
+func (s *S3) get(ctx context.Context, key string, r *Range, buf []byte) ([]byte, error) {
 	if err := ValidateKey(key); err != nil {
 		return nil, err
 	}
-	in := &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.full(key))}
 	off, limit := int64(0), int64(-1) // limit < 0: to the end
 	if r != nil {
 		off = max(r.Offset, 0)
@@ -451,32 +474,63 @@ func (s *S3) Get(ctx context.Context, key string, r *Range) ([]byte, error) {
 		}
 		return []byte{}, nil
 	}
+	rng := ""
 	switch {
 	case limit > 0:
-		in.Range = aws.String(fmt.Sprintf("bytes=%d-%d", off, off+limit-1))
+		rng = fmt.Sprintf("bytes=%d-%d", off, off+limit-1)
 	case off > 0:
-		in.Range = aws.String(fmt.Sprintf("bytes=%d-", off))
+		rng = fmt.Sprintf("bytes=%d-", off)
 	}
-	out, err := s.client.GetObject(ctx, in)
-	if err != nil {
-		if errCode(err) == "InvalidRange" {
-			return []byte{}, nil // the object exists and ends before off
+	var (
+		body    io.ReadCloser
+		partial bool // the server answered the range (206)
+		length  int64
+		start   int64 = -1
+	)
+	if s.direct != nil {
+		resp, err := s.direct.get(ctx, s.full(key), rng)
+		if err != nil {
+			if errCode(err) == "InvalidRange" {
+				return []byte{}, nil // the object exists and ends before off
+			}
+			return nil, s.mapErr("get", key, None(), err)
 		}
-		return nil, s.mapErr("get", key, None(), err)
+		body, length = resp.Body, resp.ContentLength
+		if partial = resp.StatusCode == http.StatusPartialContent; partial {
+			start = contentRangeStart(resp.Header.Get("Content-Range"))
+		}
+	} else {
+		in := &s3.GetObjectInput{Bucket: aws.String(s.bucket), Key: aws.String(s.full(key))}
+		if rng != "" {
+			in.Range = aws.String(rng)
+		}
+		out, err := s.client.GetObject(ctx, in)
+		if err != nil {
+			if errCode(err) == "InvalidRange" {
+				return []byte{}, nil
+			}
+			return nil, s.mapErr("get", key, None(), err)
+		}
+		body, length = out.Body, aws.ToInt64(out.ContentLength)
+		if partial = out.ContentRange != nil; partial {
+			start = contentRangeStart(aws.ToString(out.ContentRange))
+		}
+		if out.ContentLength == nil {
+			length = -1
+		}
 	}
-	defer out.Body.Close()
-	body := io.Reader(out.Body)
-	if in.Range != nil && out.ContentRange == nil {
+	defer body.Close()
+	if rng != "" && !partial {
 		// The server ignored the range and sent the whole object: skip
 		// and cut here, reading no more than the range needs.
 		if _, err := io.CopyN(io.Discard, body, off); err != nil && !errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("get %s: %w", key, err)
 		}
+		length = -1
+	} else if rng != "" && start != off {
+		return nil, fmt.Errorf("get %s: asked for %s, the server answered from byte %d", key, rng, start)
 	}
-	if limit > 0 {
-		body = io.LimitReader(body, limit)
-	}
-	b, err := io.ReadAll(body)
+	b, err := readBody(body, length, buf, limit)
 	if err != nil {
 		return nil, fmt.Errorf("get %s: read body: %w", key, err)
 	}

@@ -331,7 +331,7 @@ func decodeConfig(v *viper.Viper, fs *pflag.FlagSet, cfgFile string, fileKeys ma
 
 // otherEnv are the NEREUSCTL_ variables that are not settings but are
 // read elsewhere (besides NEREUSCTL_TEST_*, the test suite's).
-var otherEnv = map[string]bool{"NEREUSCTL_CONFIG": true, "NEREUSCTL_CPUPROFILE": true, "NEREUSCTL_S3_SDK_GET": true}
+var otherEnv = map[string]bool{"NEREUSCTL_CONFIG": true, "NEREUSCTL_CPUPROFILE": true, "NEREUSCTL_S3_SDK_READS": true}
 
 // checkEnv refuses a NEREUSCTL_ variable that names no setting: a typo
 // (NEREUSCTL_STOR) would otherwise leave the default store in use. An

@@ -42,7 +42,7 @@ func openMeteredStore(ctx context.Context, cfg Config, create bool, log *slog.Lo
 		S3PathStyle: cfg.S3PathStyle,
 		S3AllowHTTP: cfg.S3AllowHTTP,
 		// The SDK's own GET, for an A/B of the direct one (docs/configuration.md).
-		S3SDKGet: os.Getenv("NEREUSCTL_S3_SDK_GET") == "true",
+		S3SDKReads: os.Getenv("NEREUSCTL_S3_SDK_READS") == "true",
 		Create:   create,
 		Log:      log,
 		Meter:    meter,

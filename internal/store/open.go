@@ -22,8 +22,8 @@ type OpenOptions struct {
 	S3PathStyle bool
 	// S3AllowHTTP accepts a plain-http endpoint that is not loopback.
 	S3AllowHTTP bool
-	// S3SDKGet sends GETs through the SDK's operation (S3Config.SDKGet).
-	S3SDKGet bool
+	// S3SDKReads sends GETs through the SDK's operation (S3Config.SDKReads).
+	S3SDKReads bool
 	// Create makes a file:// root that does not exist yet (demo, first
 	// run). Without it a missing root is an error wrapping ErrNotFound, so a
 	// mistyped path never looks like an empty store.
@@ -92,7 +92,7 @@ func Open(ctx context.Context, rawURL string, opt OpenOptions) (Store, error) {
 			Region:    opt.S3Region,
 			PathStyle: opt.S3PathStyle,
 			AllowHTTP: opt.S3AllowHTTP,
-			SDKGet:    opt.S3SDKGet,
+			SDKReads:  opt.S3SDKReads,
 			Log:       opt.Log,
 			Meter:     opt.Meter,
 		})

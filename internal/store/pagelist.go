@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,6 +51,20 @@ func ListFirstPage(ctx context.Context, s Store, prefix string, max int) (infos 
 func (s *S3) ListFirstPage(ctx context.Context, prefix string, max int) ([]ObjectInfo, bool, error) {
 	if err := ValidatePrefix(prefix); err != nil {
 		return nil, false, err
+	}
+	if s.direct != nil {
+		page, err := s.directPage(ctx, fmt.Sprintf("%q", prefix), url.Values{"prefix": {s.full(prefix)}, "max-keys": {strconv.Itoa(max)}})
+		if err != nil {
+			return nil, false, err
+		}
+		infos := make([]ObjectInfo, 0, len(page.Contents))
+		for _, o := range page.Contents {
+			if k, ok := strings.CutPrefix(o.Key, s.prefix); ok {
+				infos = append(infos, ObjectInfo{Key: k, Size: o.Size, ETag: strings.Trim(o.ETag, `"`), Modified: o.LastModified})
+			}
+		}
+		sort.Slice(infos, func(i, j int) bool { return infos[i].Key < infos[j].Key })
+		return infos, !page.IsTruncated, nil
 	}
 	out, err := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{
 		Bucket:  aws.String(s.bucket),

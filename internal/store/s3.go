@@ -53,11 +53,12 @@ type S3Config struct {
 	// Meter counts every HTTP attempt and holds the request budget (nil:
 	// none).
 	Meter *Meter
-	// SDKGet sends GETs through the SDK's operation (its middleware stack)
-	// instead of the direct signed request (s3direct.go): the baseline of
-	// the benchmarks, and a way back should a store answer the two
-	// differently (NEREUSCTL_S3_SDK_GET=true).
-	SDKGet bool
+	// SDKReads sends GETs and listings through the SDK's operations (its
+	// middleware stack and XML decoder) instead of the direct signed
+	// requests (s3direct.go): the baseline of the benchmarks, and a way
+	// back should a store answer the two differently
+	// (NEREUSCTL_S3_SDK_READS=true).
+	SDKReads bool
 }
 
 // S3 is the s3:// backend (aws-sdk-go-v2).
@@ -78,9 +79,9 @@ type S3Config struct {
 type S3 struct {
 	client   *s3.Client
 	bucket   string
-	prefix   string     // "" or ending in "/"
-	endpoint string     // the endpoint requests go to; "" for AWS's own
-	direct   *directGet // nil: GETs go through the SDK
+	prefix   string  // "" or ending in "/"
+	endpoint string  // the endpoint requests go to; "" for AWS's own
+	direct   *direct // nil: GETs and listings go through the SDK
 }
 
 var _ Store = (*S3)(nil)
@@ -103,15 +104,15 @@ func NewS3(ctx context.Context, c S3Config) (*S3, error) {
 		prefix += "/"
 	}
 	s := &S3{client: client, bucket: c.Bucket, prefix: prefix, endpoint: endpoint}
-	if !c.SDKGet {
-		s.direct = newDirectGet(ctx, client, c.Bucket)
+	if !c.SDKReads {
+		s.direct = newDirect(ctx, client, c.Bucket)
 	}
 	return s, nil
 }
 
-// DirectGet reports whether GETs are sent as direct signed requests
-// rather than through the SDK's operation (s3direct.go).
-func (s *S3) DirectGet() bool { return s.direct != nil }
+// Direct reports whether GETs and listings are sent as direct signed
+// requests rather than through the SDK's operations (s3direct.go).
+func (s *S3) Direct() bool { return s.direct != nil }
 
 // Endpoint is the endpoint the client sends its requests to, as
 // ResolveS3Endpoint gives it ("" for AWS's own).
@@ -628,6 +629,29 @@ func (s *S3) ListRange(ctx context.Context, prefix, startAfter, before string) (
 	if err := ValidatePrefix(prefix); err != nil {
 		return nil, err
 	}
+	var (
+		out []ObjectInfo
+		err error
+	)
+	if s.direct != nil {
+		out, err = s.listDirect(ctx, prefix, startAfter, before)
+	} else {
+		out, err = s.listSDK(ctx, prefix, startAfter, before)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// S3 lists in UTF-8 byte order; sort anyway, as some compatible
+	// servers walk directories instead.
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	if before != "" {
+		out = keysBefore(out, before)
+	}
+	return out, nil
+}
+
+// listSDK pages through ListObjectsV2 with the SDK's paginator.
+func (s *S3) listSDK(ctx context.Context, prefix, startAfter, before string) ([]ObjectInfo, error) {
 	in := &s3.ListObjectsV2Input{
 		Bucket: aws.String(s.bucket),
 		Prefix: aws.String(s.full(prefix)),
@@ -664,11 +688,71 @@ func (s *S3) ListRange(ctx context.Context, prefix, startAfter, before string) (
 			}
 		}
 	}
-	// S3 lists in UTF-8 byte order; sort anyway, as some compatible
-	// servers walk directories instead.
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	if before != "" {
-		out = keysBefore(out, before)
-	}
 	return out, nil
 }
+
+// listDirect pages through ListObjectsV2 with direct requests, each page
+// read by parseListPage.
+func (s *S3) listDirect(ctx context.Context, prefix, startAfter, before string) ([]ObjectInfo, error) {
+	var out []ObjectInfo
+	token := ""
+	for {
+		q := url.Values{"prefix": {s.full(prefix)}}
+		if startAfter != "" {
+			q.Set("start-after", s.full(startAfter))
+		}
+		if token != "" {
+			q.Set("continuation-token", token)
+		}
+		what := fmt.Sprintf("%q", prefix)
+		page, err := s.directPage(ctx, what, q)
+		if err != nil {
+			return nil, err
+		}
+		last := ""
+		for _, o := range page.Contents {
+			last = o.Key
+			k, ok := strings.CutPrefix(o.Key, s.prefix)
+			if !ok || (startAfter != "" && k <= startAfter) {
+				continue
+			}
+			out = append(out, ObjectInfo{Key: k, Size: o.Size, ETag: strings.Trim(o.ETag, `"`), Modified: o.LastModified})
+		}
+		if !page.IsTruncated {
+			return out, nil
+		}
+		if page.NextContinuationToken == "" || page.NextContinuationToken == token {
+			return nil, fmt.Errorf("list %s in %s: a truncated page without a new continuation token", what, s)
+		}
+		token = page.NextContinuationToken
+		if before != "" && last != "" {
+			// As listSDK: pages are in key order, a page that reached
+			// before ends the range.
+			if k, ok := strings.CutPrefix(last, s.prefix); ok && k >= before {
+				return out, nil
+			}
+		}
+	}
+}
+
+// directPage sends one direct LIST and reads its page.
+func (s *S3) directPage(ctx context.Context, what string, q url.Values) (listPage, error) {
+	resp, err := s.direct.list(ctx, q)
+	if err != nil {
+		return listPage{}, s.mapErr("list", what, None(), err)
+	}
+	defer resp.Body.Close()
+	body, err := readBody(resp.Body, resp.ContentLength, nil, maxListPage)
+	if err != nil {
+		return listPage{}, fmt.Errorf("list %s in %s: read body: %w", what, s, err)
+	}
+	page, err := parseListPage(body)
+	if err != nil {
+		return listPage{}, fmt.Errorf("list %s in %s: %w", what, s, err)
+	}
+	return page, nil
+}
+
+// maxListPage bounds a listing page's body: 1,000 entries of S3's largest
+// keys are under 2 MiB.
+const maxListPage = 16 << 20

@@ -68,7 +68,7 @@ func TestDirectResponseError(t *testing.T) {
 		{503, `<html>busy</html>`, "ServiceUnavailable"},
 		{412, ``, "PreconditionFailed"},
 	} {
-		err := responseError(&http.Response{StatusCode: c.status, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(c.body))})
+		err := responseError(&http.Response{StatusCode: c.status, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(c.body))}, "GetObject")
 		var ae smithy.APIError
 		if !asAPIError(err, &ae) || ae.ErrorCode() != c.code {
 			t.Errorf("%d %q: code %q, want %q (%v)", c.status, c.body, errCode(err), c.code, err)
@@ -91,7 +91,7 @@ func FuzzDirectResponseError(f *testing.F) {
 		if status < 300 || status > 599 {
 			return
 		}
-		err := responseError(&http.Response{StatusCode: status, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(string(body)))})
+		err := responseError(&http.Response{StatusCode: status, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(string(body)))}, "GetObject")
 		var ae smithy.APIError
 		if !asAPIError(err, &ae) || ae.ErrorCode() == "" {
 			t.Fatalf("%d %q: no code: %v", status, body, err)

@@ -14,10 +14,12 @@ import (
 	"github.com/nereusctl/nereusctl/internal/testutil/s3server"
 )
 
-// The direct GET (s3direct.go) answers every read as the SDK's GetObject
-// does, on each server: whole objects, ranges inside, across and past the
-// end, empty objects, keys that need escaping, missing keys, GetInto with
-// a buffer too small and one large enough; and each is one metered GET.
+// The direct GET and LIST (s3direct.go) answer every read as the SDK's
+// GetObject and ListObjectsV2 do, on each server: whole objects, ranges
+// inside, across and past the end, empty objects, keys that need escaping,
+// missing keys, GetInto with a buffer too small and one large enough (each
+// one metered GET); listings by prefix, after a key, before a key, and a
+// first page cut at one key.
 func TestS3DirectGetAnswersAsTheSDK(t *testing.T) { s3server.Each(t, testS3DirectGetAnswersAsTheSDK) }
 
 func testS3DirectGetAnswersAsTheSDK(t *testing.T, impl *s3server.Impl) {
@@ -25,15 +27,15 @@ func testS3DirectGetAnswersAsTheSDK(t *testing.T, impl *s3server.Impl) {
 	srv := impl.Start(t)
 	meter := store.NewMeter(0)
 	open := func(sdk bool, m *store.Meter) *store.S3 {
-		s, err := store.NewS3(ctx, store.S3Config{Bucket: srv.Bucket, Prefix: "p/q", Endpoint: srv.Endpoint, Region: srv.Region, SDKGet: sdk, Meter: m})
+		s, err := store.NewS3(ctx, store.S3Config{Bucket: srv.Bucket, Prefix: "p/q", Endpoint: srv.Endpoint, Region: srv.Region, SDKReads: sdk, Meter: m})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return s
 	}
 	direct, sdk := open(false, meter), open(true, nil)
-	if !direct.DirectGet() || sdk.DirectGet() {
-		t.Fatalf("direct GET on: %v (want true), with SDKGet: %v (want false)", direct.DirectGet(), sdk.DirectGet())
+	if !direct.Direct() || sdk.Direct() {
+		t.Fatalf("direct reads on: %v (want true), with SDKReads: %v (want false)", direct.Direct(), sdk.Direct())
 	}
 	big := make([]byte, 70_000)
 	for i := range big {
@@ -85,6 +87,24 @@ func testS3DirectGetAnswersAsTheSDK(t *testing.T, impl *s3server.Impl) {
 			}
 		}
 	}
+	// Listings, whole and in ranges, and a first page cut short.
+	for _, c := range []struct{ prefix, after, before string }{
+		{"", "", ""}, {"objects/", "", ""}, {"objects/", "objects/a", ""}, {"objects/", "", "objects/empty.bin"},
+		{"objects/ü", "", ""}, {"nothing/", "", ""},
+	} {
+		want, werr := sdk.ListRange(ctx, c.prefix, c.after, c.before)
+		got, gerr := direct.ListRange(ctx, c.prefix, c.after, c.before)
+		if werr != nil || gerr != nil || fmt.Sprint(want) != fmt.Sprint(got) {
+			t.Fatalf("list %+v: sdk %v (%v), direct %v (%v)", c, want, werr, got, gerr)
+		}
+		for _, max := range []int{1, 1000} {
+			want, wc, werr := sdk.ListFirstPage(ctx, c.prefix, max)
+			got, gc, gerr := direct.ListFirstPage(ctx, c.prefix, max)
+			if werr != nil || gerr != nil || wc != gc || fmt.Sprint(want) != fmt.Sprint(got) {
+				t.Fatalf("first page of %q, %d: sdk %v %v (%v), direct %v %v (%v)", c.prefix, max, want, wc, werr, got, gc, gerr)
+			}
+		}
+	}
 	for _, size := range []int{0, 16, 200_000} {
 		buf := make([]byte, 0, size)
 		got, err := direct.GetInto(ctx, "objects/00000000000000000000.bin", buf)
@@ -112,8 +132,8 @@ func testS3DirectGetRefusals(t *testing.T, impl *s3server.Impl) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := nobucket.Get(ctx, "streams/s/head.json", nil); !nobucket.DirectGet() || !store.IsPermanent(err) || !errors.Is(err, store.ErrNoSuchBucket) {
-		t.Fatalf("direct get in a missing bucket (direct: %v): %v", nobucket.DirectGet(), err)
+	if _, err := nobucket.Get(ctx, "streams/s/head.json", nil); !nobucket.Direct() || !store.IsPermanent(err) || !errors.Is(err, store.ErrNoSuchBucket) {
+		t.Fatalf("direct get in a missing bucket (direct: %v): %v", nobucket.Direct(), err)
 	}
 	const secret = "wrong-secret-Zq8Xv"
 	t.Setenv("AWS_SECRET_ACCESS_KEY", secret)
@@ -151,7 +171,7 @@ func BenchmarkS3Get(b *testing.B) {
 		sdk  bool
 	}{{"sdk", true}, {"direct", false}} {
 		b.Run(mode.name, func(b *testing.B) {
-			s, err := store.NewS3(ctx, store.S3Config{Bucket: srv.Bucket, Endpoint: srv.Endpoint, Region: srv.Region, SDKGet: mode.sdk})
+			s, err := store.NewS3(ctx, store.S3Config{Bucket: srv.Bucket, Endpoint: srv.Endpoint, Region: srv.Region, SDKReads: mode.sdk})
 			if err != nil {
 				b.Fatal(err)
 			}

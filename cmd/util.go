@@ -43,9 +43,9 @@ func openMeteredStore(ctx context.Context, cfg Config, create bool, log *slog.Lo
 		S3AllowHTTP: cfg.S3AllowHTTP,
 		// The SDK's own GET, for an A/B of the direct one (docs/configuration.md).
 		S3SDKReads: os.Getenv("NEREUSCTL_S3_SDK_READS") == "true",
-		Create:   create,
-		Log:      log,
-		Meter:    meter,
+		Create:     create,
+		Log:        log,
+		Meter:      meter,
 	})
 	if err != nil {
 		return nil, err

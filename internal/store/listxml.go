@@ -90,11 +90,11 @@ func (s *xmlScanner) next() (kind int, val []byte, selfClose bool, err error) {
 		case second == '?':
 			// Only the declarations stores send: encoding/xml refuses a
 			// version other than 1.0 and an encoding other than UTF-8.
-			j := bytes.Index(rest, []byte("?>"))
-			if j < 0 || !plainDecl[string(rest[2:j])] {
+			j := bytes.Index(rest[2:], []byte("?>"))
+			if j < 0 || !plainDecl[string(rest[2:2+j])] {
 				return 0, nil, false, errScan
 			}
-			s.i += j + 2
+			s.i += 2 + j + 2
 			continue
 		case second == '!' && bytes.HasPrefix(rest, []byte("<!--")):
 			j := bytes.Index(rest[4:], []byte("-->"))

@@ -203,6 +203,9 @@ func responseError(resp *http.Response, op string) error {
 	if msg == "" {
 		msg = http.StatusText(resp.StatusCode)
 	}
+	if msg == "" {
+		msg = "HTTP status " + strconv.Itoa(resp.StatusCode)
+	}
 	id := doc.RequestID
 	if id == "" {
 		id = resp.Header.Get("X-Amz-Request-Id")
@@ -236,7 +239,10 @@ func statusCode(status int) string {
 	case http.StatusMovedPermanently:
 		return "PermanentRedirect"
 	}
-	return strings.ReplaceAll(http.StatusText(status), " ", "")
+	if t := http.StatusText(status); t != "" {
+		return strings.ReplaceAll(t, " ", "")
+	}
+	return "HTTP" + strconv.Itoa(status) // a status without a name (490)
 }
 
 // readBody reads a GET's body (n bytes long, or unknown if n < 0) into
